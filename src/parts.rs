@@ -1,0 +1,120 @@
+//! The SQL functions that take a `sno` apart and build one from parts: `sno_time`,
+//! `sno_meta`, `sno_partition`, `sno_sequence`, `sno_tick`, `sno_from_parts`, and the unit
+//! bounds `sno_min` / `sno_max` used for index range scans by time.
+
+use crate::fmgr::{
+    arg_i32, arg_i64, arg_sno, finfo_v1, i32_datum, sno_datum, timestamptz_text, UserError,
+};
+use crate::layout::{PartsError, Sno};
+use crate::time::{pg_micros_to_units, units_to_pg_micros};
+use pgrx::pg_sys;
+use pgrx::{pg_guard, PgSqlErrorCode};
+
+finfo_v1!(
+    pg_finfo_sno_time,
+    pg_finfo_sno_meta,
+    pg_finfo_sno_partition,
+    pg_finfo_sno_sequence,
+    pg_finfo_sno_tick,
+    pg_finfo_sno_from_parts,
+    pg_finfo_sno_min,
+    pg_finfo_sno_max,
+);
+
+/// `sno_time(sno) → timestamptz`: the start of the ID's 4 ms unit, exact.
+#[pg_guard]
+#[no_mangle]
+pub unsafe extern "C-unwind" fn sno_time(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
+    pg_sys::Datum::from(units_to_pg_micros(arg_sno(fcinfo, 0).units()))
+}
+
+/// `sno_meta(sno) → int`
+#[pg_guard]
+#[no_mangle]
+pub unsafe extern "C-unwind" fn sno_meta(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
+    i32_datum(arg_sno(fcinfo, 0).meta() as i32)
+}
+
+/// `sno_partition(sno) → int`
+#[pg_guard]
+#[no_mangle]
+pub unsafe extern "C-unwind" fn sno_partition(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
+    i32_datum(arg_sno(fcinfo, 0).partition() as i32)
+}
+
+/// `sno_sequence(sno) → int`
+#[pg_guard]
+#[no_mangle]
+pub unsafe extern "C-unwind" fn sno_sequence(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
+    i32_datum(arg_sno(fcinfo, 0).sequence() as i32)
+}
+
+/// `sno_tick(sno) → int`: the tick-tock bit, 0 or 1.
+#[pg_guard]
+#[no_mangle]
+pub unsafe extern "C-unwind" fn sno_tick(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
+    i32_datum(arg_sno(fcinfo, 0).tick() as i32)
+}
+
+/// The 4 ms unit holding a timestamp, or an ERROR (SQLSTATE 22008) naming it.
+pub fn units_or_raise(ts: i64) -> u64 {
+    match pg_micros_to_units(ts) {
+        Ok(u) => u,
+        Err(_) => UserError::new(
+            PgSqlErrorCode::ERRCODE_DATETIME_FIELD_OVERFLOW,
+            format!(
+                "timestamp out of range for type sno: \"{}\"",
+                timestamptz_text(ts)
+            ),
+        )
+        .detail(
+            "A sno ID holds times from 2010-01-01 00:00:00 UTC to 2079-09-07 15:47:35.551999 UTC."
+                .into(),
+        )
+        .raise(),
+    }
+}
+
+/// `sno_from_parts(time timestamptz, meta int, partition int, sequence int, tick int DEFAULT 0)`
+#[pg_guard]
+#[no_mangle]
+pub unsafe extern "C-unwind" fn sno_from_parts(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
+    let units = units_or_raise(arg_i64(fcinfo, 0));
+    let meta = arg_i32(fcinfo, 1) as i64;
+    let partition = arg_i32(fcinfo, 2) as i64;
+    let sequence = arg_i32(fcinfo, 3) as i64;
+    let tick = arg_i32(fcinfo, 4) as i64;
+    match Sno::from_parts(units, tick, meta, partition, sequence) {
+        Ok(id) => sno_datum(id),
+        Err(e) => {
+            let range = match e {
+                PartsError::Tick(_) => "0 or 1",
+                PartsError::Meta(_) => "0 to 255",
+                PartsError::Partition(_) | PartsError::Sequence(_) => "0 to 65535",
+                // units_or_raise already rejected every time out of range.
+                PartsError::Units(_) => "0 to 2^39-1",
+            };
+            UserError::new(
+                PgSqlErrorCode::ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE,
+                e.to_string(),
+            )
+            .detail(format!("The value must be {range}."))
+            .raise()
+        }
+    }
+}
+
+/// `sno_min(timestamptz) → sno`: the smallest ID of the 4 ms unit holding the instant.
+#[pg_guard]
+#[no_mangle]
+pub unsafe extern "C-unwind" fn sno_min(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
+    sno_datum(Sno::min_of_unit(units_or_raise(arg_i64(fcinfo, 0))))
+}
+
+/// `sno_max(timestamptz) → sno`: the largest ID of the 4 ms unit holding the instant
+/// (tick-tock bit 1, meta, partition and sequence at their maximum).
+#[pg_guard]
+#[no_mangle]
+pub unsafe extern "C-unwind" fn sno_max(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
+    sno_datum(Sno::max_of_unit(units_or_raise(arg_i64(fcinfo, 0))))
+}

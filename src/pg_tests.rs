@@ -1,0 +1,268 @@
+//! In-database tests (`cargo pgrx test`): the type inside a real server, through every path a
+//! value can take. Error messages and SQLSTATEs are checked by the SQL golden files in
+//! `pgrx-tests/`; these tests check properties that need loops, random data or plans.
+
+#[pgrx::pg_schema]
+mod tests {
+    use crate::encoding::encode;
+    use crate::layout::Sno;
+    use pgrx::prelude::*;
+
+    fn one<T: pgrx::IntoDatum + pgrx::FromDatum>(q: &str) -> T {
+        Spi::get_one::<T>(q)
+            .unwrap_or_else(|e| panic!("{q}: {e}"))
+            .unwrap_or_else(|| panic!("{q}: NULL"))
+    }
+
+    fn run(q: &str) {
+        Spi::run(q).unwrap_or_else(|e| panic!("{q}: {e}"));
+    }
+
+    #[pg_test]
+    fn catalog_says_fixed_10_bytes_by_reference() {
+        let row: String = one(
+            "SELECT format('%s %s %s %s', typlen, typbyval, typalign, typstorage) FROM pg_type WHERE typname = 'sno'",
+        );
+        assert_eq!(row, "10 f c p");
+        assert_eq!(
+            one::<i32>("SELECT pg_column_size('brpk4q72xwf2m63l'::sno)"),
+            10
+        );
+        run("CREATE TABLE t_size AS SELECT sno_from_parts(now(), 1, 2, g) AS id FROM generate_series(1, 1000) g");
+        // Plain storage, no varlena header: 1000 values take 10,000 bytes of data.
+        assert_eq!(
+            one::<i64>("SELECT sum(pg_column_size(id))::int8 FROM t_size"),
+            10_000
+        );
+    }
+
+    #[pg_test]
+    fn every_go_vector_reads_back_the_same_fields() {
+        let csv = include_str!("../tests/data/ids.csv");
+        for row in csv.lines().skip(1).filter(|l| !l.is_empty()) {
+            let f: Vec<&str> = row.split(',').collect();
+            let q = format!(
+                "SELECT format('%s,%s,%s,%s,%s,%s,%s', encode(bytea(v), 'hex'), v,
+                    (extract(epoch FROM sno_time(v)) * 1000)::int8, sno_tick(v), sno_meta(v),
+                    sno_partition(v), sno_sequence(v))
+                 FROM (SELECT '{}'::sno AS v) s",
+                f[1].to_uppercase()
+            );
+            assert_eq!(one::<String>(&q), row);
+            let hex_in = format!("SELECT sno(decode('{}', 'hex'))::text", f[0]);
+            assert_eq!(one::<String>(&hex_in), f[1]);
+        }
+    }
+
+    #[pg_test]
+    fn from_parts_round_trips_fields() {
+        let q = "SELECT bool_and((extract(epoch FROM sno_time(v)) * 1000000)::int8 = ((extract(epoch FROM t) * 1000000)::int8 / 4000) * 4000
+                     AND sno_meta(v) = m AND sno_partition(v) = p AND sno_sequence(v) = s AND sno_tick(v) = k)
+                 FROM (SELECT t, m, p, s, k, sno_from_parts(t, m, p, s, k) AS v
+                       FROM (SELECT timestamptz '2010-01-01 00:00:00+00' + random() * interval '69 years' AS t,
+                                    (random() * 255)::int AS m, (random() * 65535)::int AS p,
+                                    (random() * 65535)::int AS s, (random() > 0.5)::int AS k
+                             FROM generate_series(1, 20000)) r) x";
+        assert!(one::<bool>(q));
+        assert!(one::<bool>(
+            "SELECT sno_time(sno_from_parts('2031-05-08 23:03:34.976+00', 255, 39434, 4147)) = '2031-05-08 23:03:34.976+00'
+                AND sno_from_parts('2031-05-08 23:03:34.976+00', 255, 39434, 4147) = 'brpk4q72xwf2m63l'"
+        ));
+    }
+
+    #[pg_test]
+    fn order_by_is_byte_order_and_text_order() {
+        run("CREATE TABLE t_ord AS SELECT sno(substring(uuid_send(gen_random_uuid()) FROM 1 FOR 10)) AS id
+             FROM generate_series(1, 20000)");
+        assert!(one::<bool>(
+            "SELECT (SELECT array_agg(id ORDER BY id) FROM t_ord)::text[]
+                  = (SELECT array_agg(id::text ORDER BY id::text COLLATE \"C\") FROM t_ord)"
+        ));
+        assert!(one::<bool>(
+            "SELECT (SELECT array_agg(id ORDER BY id) FROM t_ord)
+                  = (SELECT array_agg(id ORDER BY bytea(id)) FROM t_ord)"
+        ));
+        // The same through an index scan and through sort support with abbreviated keys.
+        run("CREATE INDEX ON t_ord (id)");
+        run("SET enable_seqscan = off");
+        assert!(one::<bool>(
+            "SELECT (SELECT array_agg(id) FROM (SELECT id FROM t_ord ORDER BY id) s)
+                  = (SELECT array_agg(id ORDER BY bytea(id)) FROM t_ord)"
+        ));
+        // Descending and comparison operators agree with sno_cmp.
+        assert!(one::<bool>(
+            "SELECT bool_and((a < b) = (sno_cmp(a, b) < 0) AND (a <= b) = (sno_cmp(a, b) <= 0)
+                         AND (a = b) = (sno_cmp(a, b) = 0) AND (a <> b) = (sno_cmp(a, b) <> 0)
+                         AND (a >= b) = (sno_cmp(a, b) >= 0) AND (a > b) = (sno_cmp(a, b) > 0)
+                         AND (a < b) = (bytea(a) < bytea(b)))
+             FROM (SELECT id AS a, lead(id) OVER (ORDER BY random()) AS b FROM t_ord) s WHERE b IS NOT NULL"
+        ));
+        assert_eq!(
+            one::<String>("SELECT format('%s %s', min(id), max(id)) FROM t_ord"),
+            one::<String>("SELECT format('%s %s', (SELECT id FROM t_ord ORDER BY bytea(id) LIMIT 1), (SELECT id FROM t_ord ORDER BY bytea(id) DESC LIMIT 1))")
+        );
+    }
+
+    #[pg_test]
+    fn range_by_time_uses_the_index() {
+        run("CREATE TABLE t_rng (id sno PRIMARY KEY, n int)");
+        run("INSERT INTO t_rng SELECT sno_from_parts(timestamptz '2024-01-01 00:00:00+00' + g * interval '1 second', 1, 7, 0), g
+             FROM generate_series(1, 50000) g");
+        run("ANALYZE t_rng");
+        let q = "SELECT count(*) FROM t_rng WHERE id BETWEEN sno_min('2024-01-01 01:00:00+00') AND sno_max('2024-01-01 01:59:59+00')";
+        let explain = Spi::connect(|c| {
+            c.select(&format!("EXPLAIN (COSTS OFF) {q}"), None, &[])
+                .unwrap()
+                .map(|r| r.get::<String>(1).unwrap().unwrap_or_default())
+                .collect::<Vec<_>>()
+                .join("\n")
+        });
+        assert!(
+            explain.contains("Index Only Scan") || explain.contains("Index Scan"),
+            "{explain}"
+        );
+        assert_eq!(one::<i64>(q), 3600);
+        // sno_min/sno_max bound exactly the 4 ms unit.
+        assert!(one::<bool>(
+            "SELECT sno_min('2024-01-01 00:00:00.005+00') = sno_from_parts('2024-01-01 00:00:00.004+00', 0, 0, 0, 0)
+                AND sno_max('2024-01-01 00:00:00.007999+00') = sno_from_parts('2024-01-01 00:00:00.004+00', 255, 65535, 65535, 1)
+                AND sno_max('2024-01-01 00:00:00.003+00') < sno_min('2024-01-01 00:00:00.004+00')"
+        ));
+    }
+
+    #[pg_test]
+    fn btree_index_of_random_values_passes_amcheck() {
+        run("CREATE EXTENSION IF NOT EXISTS amcheck");
+        run("CREATE EXTENSION IF NOT EXISTS pageinspect");
+        run("CREATE TABLE t_chk AS SELECT sno(substring(uuid_send(gen_random_uuid()) FROM 1 FOR 10)) AS id
+             FROM generate_series(1, 100000)");
+        run("INSERT INTO t_chk SELECT id FROM t_chk LIMIT 5000"); // duplicates exercise deduplication
+        run("CREATE INDEX t_chk_idx ON t_chk (id)");
+        run("SELECT bt_index_parent_check('t_chk_idx', heapallindexed => true)");
+        // Deduplication is allowed (btequalimage) and used.
+        assert!(one::<bool>(
+            "SELECT (SELECT allequalimage FROM bt_metap('t_chk_idx')) IS NOT FALSE"
+        ));
+        assert_eq!(one::<i64>("SELECT count(DISTINCT id) FROM t_chk"), 100_000);
+    }
+
+    #[pg_test]
+    fn hash_index_hash_join_hash_aggregate_and_hash_partitions() {
+        run("CREATE TABLE t_h AS SELECT sno_from_parts(timestamptz '2024-06-01+00' + g * interval '1 ms', g % 256, 1, g % 65536) AS id, g
+             FROM generate_series(1, 40000) g");
+        run("CREATE INDEX t_h_hash ON t_h USING hash (id)");
+        run("SET enable_seqscan = off");
+        assert_eq!(
+            one::<i64>("SELECT g::int8 FROM t_h WHERE id = sno_from_parts(timestamptz '2024-06-01+00' + 1234 * interval '1 ms', 1234 % 256, 1, 1234)"),
+            1234
+        );
+        run("RESET enable_seqscan");
+        run("SET enable_mergejoin = off; SET enable_nestloop = off; SET enable_sort = off");
+        assert_eq!(
+            one::<i64>("SELECT count(*) FROM t_h a JOIN t_h b USING (id)"),
+            40_000
+        );
+        assert_eq!(
+            one::<i64>("SELECT count(*) FROM (SELECT id FROM t_h GROUP BY id) s"),
+            40_000
+        );
+        run("CREATE TABLE t_part (id sno PRIMARY KEY) PARTITION BY HASH (id)");
+        for i in 0..4 {
+            run(&format!(
+                "CREATE TABLE t_part_{i} PARTITION OF t_part FOR VALUES WITH (MODULUS 4, REMAINDER {i})"
+            ));
+        }
+        run("INSERT INTO t_part SELECT id FROM t_h");
+        // Every partition gets a fair share (expected 10,000 each).
+        assert!(one::<bool>(
+            "SELECT min(n) > 9000 AND max(n) < 11000 FROM (SELECT count(*) AS n FROM t_part GROUP BY tableoid) s"
+        ));
+        // The hash values are PostgreSQL's byte hash of the 10 bytes, stable forever: for
+        // bytes that happen to be ASCII they equal what core's text hash gives the same bytes.
+        assert!(one::<bool>(
+            "SELECT sno_hash(sno('\\x30313233343536373839'::bytea)) = hashtext('0123456789')
+                AND sno_hash_extended(sno('\\x30313233343536373839'::bytea), 0) = hashtextextended('0123456789', 0)
+                AND sno_hash_extended(sno('\\x30313233343536373839'::bytea), 42) = hashtextextended('0123456789', 42)"
+        ));
+    }
+
+    #[pg_test]
+    fn brin_minmax_finds_time_ranges() {
+        run("CREATE TABLE t_brin AS SELECT sno_from_parts(timestamptz '2024-01-01+00' + g * interval '10 ms', 0, 1, 0) AS id
+             FROM generate_series(1, 100000) g");
+        run("CREATE INDEX t_brin_idx ON t_brin USING brin (id) WITH (pages_per_range = 8)");
+        run("SET enable_seqscan = off");
+        let q = "SELECT count(*) FROM t_brin WHERE id BETWEEN sno_min('2024-01-01 00:01:00+00') AND sno_max('2024-01-01 00:01:59.999+00')";
+        let plan = Spi::connect(|c| {
+            c.select(&format!("EXPLAIN (COSTS OFF) {q}"), None, &[])
+                .unwrap()
+                .map(|r| r.get::<String>(1).unwrap().unwrap_or_default())
+                .collect::<Vec<_>>()
+                .join("\n")
+        });
+        assert!(plan.contains("Bitmap Index Scan on t_brin_idx"), "{plan}");
+        assert_eq!(one::<i64>(q), 6000);
+    }
+
+    #[pg_test]
+    fn copy_text_and_binary_round_trip_with_arrays() {
+        run("CREATE TABLE t_copy (id sno, ids sno[])");
+        run("INSERT INTO t_copy SELECT sno(substring(uuid_send(gen_random_uuid()) FROM 1 FOR 10)),
+                    ARRAY[sno(substring(uuid_send(gen_random_uuid()) FROM 1 FOR 10)), NULL, 'xxxxxxxxxxxxxxxx']
+             FROM generate_series(1, 2000)");
+        run("INSERT INTO t_copy VALUES (NULL, '{}'), ('2222222222222222', NULL)");
+        let pid: i32 = one("SELECT pg_backend_pid()");
+        for format in ["text", "binary", "csv"] {
+            let path = format!("/tmp/sno_copy_{pid}.{format}");
+            run(&format!("COPY t_copy TO '{path}' (FORMAT {format})"));
+            run(&format!("CREATE TABLE t_copy_{format} (LIKE t_copy)"));
+            run(&format!(
+                "COPY t_copy_{format} FROM '{path}' (FORMAT {format})"
+            ));
+            assert_eq!(
+                one::<i64>(&format!(
+                    "SELECT count(*) FROM (SELECT * FROM t_copy EXCEPT ALL SELECT * FROM t_copy_{format}) d"
+                )),
+                0,
+                "{format}"
+            );
+            assert_eq!(
+                one::<i64>(&format!("SELECT count(*) FROM t_copy_{format}")),
+                2002
+            );
+        }
+        // The binary form is the 10 raw bytes.
+        assert_eq!(
+            one::<String>("SELECT encode(sno_send('brpk4q72xwf2m63l'), 'hex')"),
+            "4e6f2160a0ff9a0a1033"
+        );
+        assert_eq!(
+            one::<String>("SELECT (ARRAY['brpk4q72xwf2m63l', 'BRPK4Q72XWF2M63M']::sno[])::text"),
+            "{brpk4q72xwf2m63l,brpk4q72xwf2m63m}"
+        );
+    }
+
+    #[pg_test]
+    fn bytea_parameter_inserts_into_a_sno_column() {
+        run("CREATE TABLE t_go (id sno PRIMARY KEY)");
+        // What a Go driver does: a 10-byte bytea parameter, assignment cast to sno.
+        run("PREPARE ins(bytea) AS INSERT INTO t_go VALUES ($1)");
+        run("EXECUTE ins('\\x4e6f2160a0ff9a0a1033')");
+        assert_eq!(
+            one::<String>("SELECT id::text FROM t_go"),
+            "brpk4q72xwf2m63l"
+        );
+        assert_eq!(
+            one::<String>("SELECT encode(id::bytea, 'hex') FROM t_go"),
+            "4e6f2160a0ff9a0a1033"
+        );
+    }
+
+    #[pg_test]
+    fn output_matches_the_pure_encoder() {
+        let id = Sno::new(123_456_789, 1, 42, 513, 65000);
+        let text = String::from_utf8(encode(&id).to_vec()).unwrap();
+        let q = format!("SELECT sno_from_parts(sno_time('{text}'), 42, 513, 65000, 1)::text");
+        assert_eq!(one::<String>(&q), text);
+    }
+}
