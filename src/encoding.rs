@@ -51,7 +51,10 @@ pub enum DecodeError {
 impl core::fmt::Display for DecodeError {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match *self {
-            DecodeError::Length(n) => write!(f, "A sno ID has 16 characters, not {n}."),
+            DecodeError::Length(n) => write!(
+                f,
+                "A sno ID is exactly 16 characters from 2-9, a-x; the input has {n} bytes."
+            ),
             DecodeError::Char { position, byte } if byte.is_ascii_graphic() => write!(
                 f,
                 "Character \"{}\" at position {} is not one of 2-9, a-x.",
@@ -166,7 +169,7 @@ mod tests {
         );
         assert_eq!(
             decode(b"22").unwrap_err().to_string(),
-            "A sno ID has 16 characters, not 2."
+            "A sno ID is exactly 16 characters from 2-9, a-x; the input has 2 bytes."
         );
     }
 

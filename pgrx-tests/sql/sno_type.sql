@@ -1,0 +1,142 @@
+-- The sno type as a user sees it: text I/O, errors (with SQLSTATE), casts, field functions,
+-- operators and aggregates. Golden output in ../expected/sno_type.out.
+CREATE EXTENSION IF NOT EXISTS sno;
+SET timezone = 'UTC';
+
+-- err(query): runs a query and shows SQLSTATE, message and detail of the error it raises.
+CREATE FUNCTION pg_temp.err(q text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+    st text; msg text; det text; hnt text;
+BEGIN
+    EXECUTE q;
+    RETURN 'no error';
+EXCEPTION WHEN OTHERS THEN
+    GET STACKED DIAGNOSTICS st = RETURNED_SQLSTATE, msg = MESSAGE_TEXT, det = PG_EXCEPTION_DETAIL, hnt = PG_EXCEPTION_HINT;
+    RETURN st || ': ' || msg || coalesce(' | DETAIL: ' || nullif(det, ''), '') || coalesce(' | HINT: ' || nullif(hnt, ''), '');
+END $$;
+
+-- Text round trip, the SPEC's worked example, upper case accepted, output lower case.
+SELECT 'brpk4q72xwf2m63l'::sno, 'BRPK4Q72XWF2M63L'::sno, 'BrPk4Q72xWf2M63l'::sno;
+SELECT '2222222222222222'::sno AS zero, 'xxxxxxxxxxxxxxxx'::sno AS max;
+SELECT encode(bytea('brpk4q72xwf2m63l'::sno), 'hex');
+
+-- Every bad input of tests/data/decode_bad.csv that a cstring can hold (no NUL), and more.
+SELECT input, pg_temp.err(format('SELECT %L::sno', input)) FROM (VALUES
+    (''),
+    ('0102030405060708'),
+    ('brpk4q72xwf2m630'),
+    (E'brpk4q72xwf2m63l\n'),
+    ('brpk4q72xwf2m63_'),
+    ('brpk4q72xwf2m63é'),
+    ('brpk4q72xwf2m63:'),
+    (':rpk4q72xwf2m63l'),
+    ('{rpk4q72xwf2m63l'),
+    ('brpk4q72xwf2m63lbrpk4q72xwf2m63l'),
+    ('Zrpk4q72xwf2m63l'),
+    ('xxxxxxxxxxxxxxx'),
+    ('                '),
+    ('2222222222'),
+    (' rpk4q72xwf2m63l'),
+    ('brpk4q72xwf2m63y'),
+    ('brpk4q72xwf2m63z'),
+    ('brpk4q72xwf2m63Y'),
+    ('brpk4q72xwf2m631'),
+    (' brpk4q72xwf2m63l'),
+    ('brpk4q72xwf2m63l ')
+) AS bad(input);
+-- An embedded NUL cannot reach sno_in through SQL text; through bytea it is just a byte.
+SELECT pg_temp.err($$SELECT sno('\x6272706b34713732007766326d36336c'::bytea)$$);
+
+-- text casts (automatic I/O conversion) follow the same rules.
+SELECT 'brpk4q72xwf2m63l'::text::sno, ('brpk4q72xwf2m63l'::sno)::text;
+SELECT pg_temp.err($$SELECT 'nope'::text::sno$$);
+SELECT pg_temp.err($$SELECT NULL::sno = 'nope'$$);
+
+-- bytea casts: exactly 10 bytes.
+SELECT sno('\x4e6f2160a0ff9a0a1033'::bytea), '\x4e6f2160a0ff9a0a1033'::bytea::sno;
+SELECT 'brpk4q72xwf2m63l'::sno::bytea;
+SELECT pg_temp.err($$SELECT '\x4e6f2160a0ff9a0a10'::bytea::sno$$);
+SELECT pg_temp.err($$SELECT '\x4e6f2160a0ff9a0a103300'::bytea::sno$$);
+SELECT pg_temp.err($$SELECT ''::bytea::sno$$);
+SELECT pg_temp.err($$SELECT decode(repeat('ab', 100), 'hex')::sno$$);
+-- No implicit cast: comparing sno with bytea is an error, not a silent conversion.
+SELECT pg_temp.err($$SELECT 'brpk4q72xwf2m63l'::sno = '\x00'::bytea$$);
+-- Assignment cast: a bytea goes into a sno column.
+CREATE TEMP TABLE go_ids (id sno PRIMARY KEY);
+INSERT INTO go_ids VALUES ('\x4e6f2160a0ff9a0a1033'::bytea);
+SELECT * FROM go_ids;
+
+-- Fields.
+SELECT sno_time(v), sno_tick(v), sno_meta(v), sno_partition(v), sno_sequence(v)
+FROM (VALUES ('brpk4q72xwf2m63l'::sno), ('2222222222222222'), ('xxxxxxxxxxxxxxxx'), ('xxxxxxxwxxxxxxxx')) AS t(v);
+SELECT pg_typeof(sno_time('brpk4q72xwf2m63l')), pg_typeof(sno_meta('brpk4q72xwf2m63l'));
+-- sno_time is exact and does not depend on TimeZone (timestamptz is an instant).
+SET timezone = 'America/New_York';
+SELECT sno_time('brpk4q72xwf2m63l') = '2031-05-08 23:03:34.976+00' AS same_instant;
+SET timezone = 'UTC';
+
+-- Construction from parts, and its errors.
+SELECT sno_from_parts('2031-05-08 23:03:34.976+00', 255, 39434, 4147);
+SELECT sno_from_parts('2031-05-08 23:03:34.979999+00', 255, 39434, 4147) AS floors_to_unit;
+SELECT sno_from_parts("time" => '2010-01-01 00:00:00+00', meta => 0, partition => 0, sequence => 0, tick => 1);
+SELECT sno_from_parts('2079-09-07 15:47:35.548+00', 255, 65535, 65535, 1) AS largest;
+SELECT sno_from_parts('2024-01-01', 1, 2, 3, NULL) IS NULL AS strict;
+SELECT call, pg_temp.err('SELECT ' || call) FROM (VALUES
+    ($$sno_from_parts('2009-12-31 23:59:59.999999+00', 0, 0, 0)$$),
+    ($$sno_from_parts('2079-09-07 15:47:35.552+00', 0, 0, 0)$$),
+    ($$sno_from_parts('infinity', 0, 0, 0)$$),
+    ($$sno_from_parts('-infinity', 0, 0, 0)$$),
+    ($$sno_from_parts('2024-01-01+00', 256, 0, 0)$$),
+    ($$sno_from_parts('2024-01-01+00', -1, 0, 0)$$),
+    ($$sno_from_parts('2024-01-01+00', 0, 65536, 0)$$),
+    ($$sno_from_parts('2024-01-01+00', 0, -1, 0)$$),
+    ($$sno_from_parts('2024-01-01+00', 0, 0, 65536)$$),
+    ($$sno_from_parts('2024-01-01+00', 0, 0, -2147483648)$$),
+    ($$sno_from_parts('2024-01-01+00', 0, 0, 0, 2)$$),
+    ($$sno_from_parts('2024-01-01+00', 0, 0, 0, -1)$$),
+    ($$sno_min('1999-01-01+00')$$),
+    ($$sno_max('2100-01-01+00')$$),
+    ($$sno_min('infinity')$$)
+) AS bad(call);
+
+-- Unit bounds.
+SELECT sno_min('2031-05-08 23:03:34.977+00'), sno_max('2031-05-08 23:03:34.977+00');
+SELECT sno_min(t) <= sno_from_parts(t, m, p, s, k) AND sno_from_parts(t, m, p, s, k) <= sno_max(t) AS inside
+FROM (VALUES ('2031-05-08 23:03:34.977+00'::timestamptz, 0, 0, 0, 0), ('2031-05-08 23:03:34.979+00', 255, 65535, 65535, 1)) AS v(t, m, p, s, k);
+SELECT sno_max('2031-05-08 23:03:34.975+00') < sno_min('2031-05-08 23:03:34.976+00') AS adjacent_units_ordered;
+
+-- Operators.
+SELECT a, b, a = b AS eq, a <> b AS ne, a < b AS lt, a <= b AS le, a > b AS gt, a >= b AS ge, sno_cmp(a, b) AS cmp
+FROM (VALUES
+    ('brpk4q72xwf2m63l'::sno, 'brpk4q72xwf2m63l'::sno),
+    ('brpk4q72xwf2m63l', 'brpk4q72xwf2m63m'),
+    ('brpk4q72xwf2m63m', 'brpk4q72xwf2m63l'),
+    ('2222222222222222', 'xxxxxxxxxxxxxxxx')
+) AS t(a, b);
+-- Catalog: commutators, negators, estimators, merge/hash joinability.
+SELECT oprname, oprcom::regoperator, oprnegate::regoperator, oprrest, oprjoin, oprcanmerge, oprcanhash
+FROM pg_operator WHERE oprleft = 'sno'::regtype AND oprright = 'sno'::regtype ORDER BY oprname;
+-- Operator classes and their support functions.
+SELECT am.amname, opc.opcname, opc.opcdefault
+FROM pg_opclass opc JOIN pg_am am ON am.oid = opc.opcmethod
+WHERE opc.opcintype = 'sno'::regtype ORDER BY 1;
+SELECT am.amname, p.amprocnum, p.amproc::regprocedure
+FROM pg_amproc p JOIN pg_opfamily f ON f.oid = p.amprocfamily JOIN pg_am am ON am.oid = f.opfmethod
+WHERE p.amproclefttype = 'sno'::regtype ORDER BY 1, 2;
+-- Function labels.
+SELECT proname, provolatile, proisstrict, proparallel, proleakproof
+FROM pg_proc WHERE pronamespace = (SELECT extnamespace FROM pg_extension WHERE extname = 'sno')
+  AND (proname LIKE 'sno%' OR proname IN ('min', 'max', 'bytea'))
+  AND pg_get_function_arguments(oid) ~ 'sno|bytea|timestamp|cstring|internal'
+ORDER BY proname, pg_get_function_arguments(oid);
+-- Casts.
+SELECT castsource::regtype, casttarget::regtype, castcontext, castmethod
+FROM pg_cast WHERE castsource = 'sno'::regtype OR casttarget = 'sno'::regtype ORDER BY 1, 2;
+
+-- ORDER BY, min, max, DISTINCT, arrays.
+SELECT v FROM (VALUES ('xxxxxxxxxxxxxxxx'::sno), ('brpk4q72xwf2m63l'), ('2222222222222222'), ('brpk4q72xwf2m63m'), (NULL)) AS t(v)
+ORDER BY v;
+SELECT min(v), max(v), count(DISTINCT v)
+FROM (VALUES ('xxxxxxxxxxxxxxxx'::sno), ('brpk4q72xwf2m63l'), ('brpk4q72xwf2m63l'), ('2222222222222222')) AS t(v);
+SELECT ARRAY['brpk4q72xwf2m63l', 'BRPK4Q72XWF2M63M', NULL]::sno[];
+SELECT pg_temp.err($$SELECT '{brpk4q72xwf2m63l,bad}'::sno[]$$);
