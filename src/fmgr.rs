@@ -155,7 +155,7 @@ impl UserError {
                     // What errsave_finish() leaves behind: an ErrorData in the caller's context.
                     let ed = pg_sys::palloc0(core::mem::size_of::<pg_sys::ErrorData>())
                         .cast::<pg_sys::ErrorData>();
-                    (*ed).elevel = pg_sys::ERROR as i32;
+                    (*ed).elevel = PgLogLevel::ERROR as i32;
                     (*ed).sqlerrcode = self.code as i32;
                     (*ed).message = pstrdup(&self.message);
                     (*ed).detail = self
