@@ -140,3 +140,20 @@ SELECT min(v), max(v), count(DISTINCT v)
 FROM (VALUES ('xxxxxxxxxxxxxxxx'::sno), ('brpk4q72xwf2m63l'), ('brpk4q72xwf2m63l'), ('2222222222222222')) AS t(v);
 SELECT ARRAY['brpk4q72xwf2m63l', 'BRPK4Q72XWF2M63M', NULL]::sno[];
 SELECT pg_temp.err($$SELECT '{brpk4q72xwf2m63l,bad}'::sno[]$$);
+
+-- Binary input (sno_recv) accepts exactly 10 bytes: a COPY BINARY file whose field holds 9 or
+-- 11 bytes is refused, never truncated or padded.
+CREATE TEMP TABLE bin_src (b bytea);
+CREATE TEMP TABLE bin_dst (id sno);
+INSERT INTO bin_src VALUES ('\x4e6f2160a0ff9a0a10');
+COPY bin_src TO '/tmp/sno_regress_9.bin' (FORMAT binary);
+TRUNCATE bin_src;
+INSERT INTO bin_src VALUES ('\x4e6f2160a0ff9a0a103300');
+COPY bin_src TO '/tmp/sno_regress_11.bin' (FORMAT binary);
+TRUNCATE bin_src;
+INSERT INTO bin_src VALUES ('\x4e6f2160a0ff9a0a1033');
+COPY bin_src TO '/tmp/sno_regress_10.bin' (FORMAT binary);
+SELECT pg_temp.err($$COPY bin_dst FROM '/tmp/sno_regress_9.bin' (FORMAT binary)$$);
+SELECT pg_temp.err($$COPY bin_dst FROM '/tmp/sno_regress_11.bin' (FORMAT binary)$$);
+SELECT pg_temp.err($$COPY bin_dst FROM '/tmp/sno_regress_10.bin' (FORMAT binary)$$);
+SELECT * FROM bin_dst;
