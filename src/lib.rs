@@ -1,18 +1,22 @@
 //! sno: a native 10-byte, time-sortable unique ID type for PostgreSQL, in the format of the Go
 //! library muyo/sno.
 //!
-//! Pure ID logic (no PostgreSQL): [`layout`], [`encoding`], [`time`].
-//! PostgreSQL glue: [`fmgr`] (calling convention, errors), [`io`], [`ops`], [`parts`]; the
-//! SQL declarations are in `sql/sno_type.sql`.
+//! Pure logic (no PostgreSQL): [`layout`], [`encoding`], [`time`], [`generator`].
+//! PostgreSQL glue: [`fmgr`] (calling convention, errors), [`io`], [`ops`], [`parts`],
+//! [`gucs`], [`shmem`], [`generate`]; hand-written SQL in `sql/`.
 
 pub mod encoding;
+pub mod generator;
 pub mod layout;
 pub mod time;
 
 pub mod fmgr;
+pub mod generate;
+pub mod gucs;
 pub mod io;
 pub mod ops;
 pub mod parts;
+pub mod shmem;
 
 #[cfg(feature = "pg_test")]
 mod pg_tests;
@@ -20,6 +24,39 @@ mod pg_tests;
 ::pgrx::pg_module_magic!();
 
 ::pgrx::extension_sql_file!("../sql/sno_type.sql", name = "sno_type", bootstrap);
+::pgrx::extension_sql_file!(
+    "../sql/sno_generate.sql",
+    name = "sno_generate",
+    requires = ["sno_type"]
+);
+::pgrx::extension_sql!(
+    r#"
+CREATE VIEW sno_generator AS SELECT * FROM sno_generator_info();
+COMMENT ON VIEW sno_generator IS 'the server''s sno generator: partition, timeline, counters';
+-- Per-backend detail is for superusers and pg_monitor members only.
+REVOKE ALL ON FUNCTION sno_generator_backends() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION sno_generator_backends() TO pg_monitor;
+CREATE VIEW sno_generator_backends AS SELECT * FROM sno_generator_backends();
+COMMENT ON VIEW sno_generator_backends IS 'sno generator usage per backend (superusers and pg_monitor)';
+"#,
+    name = "sno_generator_views",
+    requires = [
+        generate::sno_generator_info,
+        generate::sno_generator_backends
+    ]
+);
+
+/// Loads the extension: settings always; the shard table only while the postmaster preloads
+/// libraries (`shared_preload_libraries`). Loaded any other way, the type and every function
+/// but the generator work, and `sno_generate` explains what to add to postgresql.conf.
+#[pgrx::pg_guard]
+pub extern "C-unwind" fn _PG_init() {
+    gucs::init();
+    // SAFETY: plain read of a server global.
+    if unsafe { pgrx::pg_sys::process_shared_preload_libraries_in_progress } {
+        shmem::init();
+    }
+}
 
 /// Hooks of the `#[pg_test]` harness (`cargo pgrx test`).
 #[cfg(test)]
@@ -29,6 +66,6 @@ pub mod pg_test {
 
     /// Extra `postgresql.conf` lines for the test cluster.
     pub fn postgresql_conf_options() -> Vec<&'static str> {
-        vec![]
+        vec!["shared_preload_libraries = 'sno'"]
     }
 }

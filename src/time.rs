@@ -66,6 +66,29 @@ pub const fn units_to_unix_millis(units: u64) -> i64 {
     EPOCH_UNIX_SECONDS * 1000 + (units & MAX_UNITS) as i64 * 4
 }
 
+/// The unit holding a Unix time given as seconds and nanoseconds (a `timespec`), or `None`
+/// outside the range of the format. This is what the generator does with each clock reading.
+#[inline(always)]
+pub const fn units_from_timespec(secs: i64, nanos: i64) -> Option<u64> {
+    let since = secs - EPOCH_UNIX_SECONDS;
+    if since < 0 || nanos < 0 {
+        return None;
+    }
+    // 250 units a second; dividing by a constant compiles to a multiply.
+    let units = since as u64 * 250 + nanos as u64 / UNIT_NANOS as u64;
+    if units > MAX_UNITS {
+        None
+    } else {
+        Some(units)
+    }
+}
+
+/// The Unix time in nanoseconds at which a unit starts.
+#[inline]
+pub const fn units_to_unix_nanos(units: u64) -> i128 {
+    EPOCH_UNIX_SECONDS as i128 * 1_000_000_000 + (units & MAX_UNITS) as i128 * UNIT_NANOS as i128
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -95,7 +118,32 @@ mod tests {
         assert_eq!(unix_nanos_to_units(e - 1), Err(OutOfRange));
     }
 
+    #[test]
+    fn timespec_floor_and_range() {
+        assert_eq!(units_from_timespec(EPOCH_UNIX_SECONDS, 0), Some(0));
+        assert_eq!(units_from_timespec(EPOCH_UNIX_SECONDS, 3_999_999), Some(0));
+        assert_eq!(units_from_timespec(EPOCH_UNIX_SECONDS, 4_000_000), Some(1));
+        assert_eq!(units_from_timespec(EPOCH_UNIX_SECONDS + 1, 0), Some(250));
+        assert_eq!(
+            units_from_timespec(EPOCH_UNIX_SECONDS - 1, 999_999_999),
+            None
+        );
+        assert_eq!(
+            units_from_timespec(3_461_327_255, 548_000_000),
+            Some(MAX_UNITS)
+        );
+        assert_eq!(units_from_timespec(3_461_327_255, 552_000_000), None);
+    }
+
     proptest! {
+        #[test]
+        fn timespec_agrees_with_nanos(secs in EPOCH_UNIX_SECONDS..3_461_327_255i64, nanos in 0i64..1_000_000_000) {
+            let n = secs as i128 * 1_000_000_000 + nanos as i128;
+            prop_assert_eq!(units_from_timespec(secs, nanos), unix_nanos_to_units(n).ok());
+            let u = units_from_timespec(secs, nanos).unwrap();
+            prop_assert!(units_to_unix_nanos(u) <= n && n < units_to_unix_nanos(u + 1));
+        }
+
         #[test]
         fn pg_micros_round_trip(u in 0..=MAX_UNITS, within in 0..UNIT_MICROS) {
             prop_assert_eq!(pg_micros_to_units(units_to_pg_micros(u) + within), Ok(u));

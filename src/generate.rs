@@ -1,0 +1,449 @@
+//! `sno_generate(meta)`: IDs made inside the database, never twice the same.
+//!
+//! Fast path (almost every call): read the wall clock, and if it is still in the unit of this
+//! backend's lease, take the lease's next sequence number. No lock, no shared memory write
+//! other than this backend's own statistics slot, no allocation but the 10-byte result.
+//!
+//! Slow path (a new unit, a used-up lease, a clock regression): take the shard table's LWLock,
+//! read the clock again under it (so that two backends reading the clock a moment apart never
+//! mistake each other's readings for a regression), and ask the [`Timeline`] for a lease. A
+//! wait (full unit, clock behind) happens outside the lock, on the process latch, so a query
+//! cancel or a postmaster death ends it; `sno.max_clock_wait` bounds it.
+//!
+//! A backend that exits leaves its unused lease unused: leases only move forward within a
+//! (unit, timeline), so nobody can be handed those numbers again.
+
+use crate::fmgr::{arg_i32, finfo_v1, sno_datum, UserError};
+use crate::generator::{Grant, Local, Timeline};
+use crate::gucs;
+use crate::layout::{Sno, MAX_UNITS};
+use crate::shmem::{self, Shared, Slot};
+use crate::time::{units_from_timespec, units_to_pg_micros, units_to_unix_nanos};
+use core::cell::UnsafeCell;
+use core::sync::atomic::Ordering::Relaxed;
+use pgrx::prelude::*;
+use pgrx::{pg_sys, PgSqlErrorCode};
+
+finfo_v1!(pg_finfo_sno_generate, pg_finfo_sno_generate_default);
+
+/// A clock reading outside the range of the format.
+const OUT_OF_RANGE: u64 = u64::MAX;
+
+/// This backend's generator.
+struct Backend {
+    /// The lease being spent.
+    local: Local,
+    /// Partition to write, fixed at each lease (so a reload takes effect within one unit).
+    partition: u16,
+    /// This backend's statistics slot (null when it has none).
+    slot: *const Slot,
+    /// IDs this backend has issued.
+    issued: u64,
+    /// Whether the slot and the exit callback are set up.
+    ready: bool,
+}
+
+/// Per-backend state without a lock: a PostgreSQL backend runs SQL functions on one thread,
+/// and parallel workers are separate processes with their own copy.
+struct BackendCell(UnsafeCell<Backend>);
+// SAFETY: see above; the cell is never touched from another thread.
+unsafe impl Sync for BackendCell {}
+
+static BACKEND: BackendCell = BackendCell(UnsafeCell::new(Backend {
+    local: Local {
+        lease: crate::generator::Lease {
+            unit: 0,
+            tick: 0,
+            next: 0,
+            end: 0,
+        },
+        block: 0,
+    },
+    partition: 0,
+    slot: core::ptr::null(),
+    issued: 0,
+    ready: false,
+}));
+
+/// The wall clock (CLOCK_REALTIME) in 4 ms units, or [`OUT_OF_RANGE`].
+#[inline(always)]
+fn clock_units() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: valid out-pointer; CLOCK_REALTIME always exists.
+    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
+    units_from_timespec(ts.tv_sec, ts.tv_nsec).unwrap_or(OUT_OF_RANGE)
+}
+
+/// `sno_generate(meta int) → sno`
+#[pg_guard]
+#[no_mangle]
+pub unsafe extern "C-unwind" fn sno_generate(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
+    let meta = arg_i32(fcinfo, 0);
+    if !(0..=255).contains(&meta) {
+        UserError::new(
+            PgSqlErrorCode::ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE,
+            format!("meta {meta} is out of range for type sno"),
+        )
+        .detail("The value must be 0 to 255.".into())
+        .raise();
+    }
+    sno_datum(generate(meta as u8))
+}
+
+/// `sno_generate() → sno` (meta 0)
+#[pg_guard]
+#[no_mangle]
+pub unsafe extern "C-unwind" fn sno_generate_default(
+    _fcinfo: pg_sys::FunctionCallInfo,
+) -> pg_sys::Datum {
+    sno_datum(generate(0))
+}
+
+/// One new ID.
+#[inline(always)]
+fn generate(meta: u8) -> Sno {
+    // SAFETY: single-threaded backend (see BackendCell).
+    let b = unsafe { &mut *BACKEND.0.get() };
+    let now = clock_units();
+    if let Some((unit, tick, seq)) = b.local.next(now) {
+        b.count();
+        return Sno::new(unit, tick, meta, b.partition, seq);
+    }
+    generate_slow(b, meta)
+}
+
+impl Backend {
+    #[inline(always)]
+    fn count(&mut self) {
+        self.issued += 1;
+        // SAFETY: the slot is this backend's own, in shared memory that outlives it.
+        if let Some(slot) = unsafe { self.slot.as_ref() } {
+            slot.issued.store(self.issued, Relaxed);
+        }
+    }
+}
+
+/// The shard table, or the error a user can act on.
+fn shared_or_raise() -> &'static Shared {
+    match shmem::shared() {
+        Some(s) => s,
+        None => {
+            let (msg, hint) = if shmem::preloaded() {
+                (
+                    "sno: shared memory is not initialised",
+                    "Restart the server.",
+                )
+            } else {
+                (
+                    "sno_generate needs the sno library in shared_preload_libraries",
+                    "Add sno to shared_preload_libraries in postgresql.conf (shared_preload_libraries = 'sno') and restart the server.",
+                )
+            };
+            UserError::new(
+                PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+                msg.into(),
+            )
+            .hint(hint)
+            .raise()
+        }
+    }
+}
+
+/// The partition to write: `sno.partition`, or the one derived from the system identifier.
+pub fn effective_partition(s: &Shared) -> (u16, &'static str) {
+    let configured = gucs::PARTITION.get();
+    if configured >= 0 {
+        (configured as u16, "sno.partition")
+    } else {
+        (s.derived_partition, "system identifier")
+    }
+}
+
+/// Claims this backend's statistics slot and arranges for its count to be kept at exit.
+fn set_up(b: &mut Backend, s: &'static Shared) {
+    let slots = shmem::slots(s);
+    if let Some(slot) = shmem::my_slot_index().and_then(|i| slots.get(i)) {
+        // SAFETY: plain read of a per-process global.
+        slot.pid.store(unsafe { pg_sys::MyProcPid }, Relaxed);
+        for c in [
+            &slot.issued,
+            &slot.leases,
+            &slot.full_unit_stalls,
+            &slot.clock_waits,
+            &slot.lease_unit,
+        ] {
+            c.store(0, Relaxed);
+        }
+        b.slot = slot;
+    }
+    // SAFETY: registered once per backend (there are 20 exit-callback slots per process).
+    unsafe { pg_sys::before_shmem_exit(Some(on_exit), pg_sys::Datum::from(0)) };
+    b.ready = true;
+}
+
+/// At backend exit: fold this backend's count into the server total and free the slot.
+#[pg_guard]
+unsafe extern "C-unwind" fn on_exit(_code: core::ffi::c_int, _arg: pg_sys::Datum) {
+    let b = &mut *BACKEND.0.get();
+    if let Some(s) = shmem::shared() {
+        s.retired_ids.fetch_add(b.issued, Relaxed);
+        if let Some(slot) = b.slot.as_ref() {
+            slot.issued.store(0, Relaxed);
+            slot.pid.store(0, Relaxed);
+        }
+    }
+    b.slot = core::ptr::null();
+    b.issued = 0;
+}
+
+#[cold]
+#[inline(never)]
+fn generate_slow(b: &mut Backend, meta: u8) -> Sno {
+    let s = shared_or_raise();
+    if !b.ready {
+        set_up(b, s);
+    }
+    let mut waited_since: Option<std::time::Instant> = None;
+    loop {
+        let mut now = OUT_OF_RANGE;
+        let grant = shmem::with_timeline(s, |tl: &mut Timeline, leases| {
+            now = clock_units();
+            if now == OUT_OF_RANGE {
+                return None;
+            }
+            // The lease may still serve: the first reading was a moment before this one.
+            if b.local.has(now) {
+                return Some(Grant::Lease {
+                    lease: b.local.lease,
+                    flipped: false,
+                });
+            }
+            let g = tl.lease(now, b.local.want(now));
+            if matches!(g, Grant::Lease { .. }) {
+                *leases += 1;
+            }
+            Some(g)
+        });
+        let Some(grant) = grant else {
+            raise_clock_out_of_range();
+        };
+        match grant {
+            Grant::Lease { lease, flipped } => {
+                if lease != b.local.lease {
+                    b.local.install(lease);
+                    b.partition = effective_partition(s).0;
+                    // SAFETY: our own slot.
+                    if let Some(slot) = unsafe { b.slot.as_ref() } {
+                        slot.leases.fetch_add(1, Relaxed);
+                        slot.lease_unit.store(lease.unit, Relaxed);
+                        slot.lease_tick.store(lease.tick as u32, Relaxed);
+                        slot.lease_start.store(lease.next, Relaxed);
+                        slot.lease_end.store(lease.end, Relaxed);
+                    }
+                }
+                if flipped {
+                    pgrx::log!(
+                        "sno: the system clock went back; IDs now use tick-tock bit {}",
+                        lease.tick
+                    );
+                }
+                let (unit, tick, seq) = b
+                    .local
+                    .next(now)
+                    .expect("a fresh lease of the current unit");
+                b.count();
+                return Sno::new(unit, tick, meta, b.partition, seq);
+            }
+            Grant::FullUnit { until } => {
+                s.full_unit_stalls.fetch_add(1, Relaxed);
+                // SAFETY: our own slot.
+                if let Some(slot) = unsafe { b.slot.as_ref() } {
+                    slot.full_unit_stalls.fetch_add(1, Relaxed);
+                }
+                wait_for_unit(
+                    s,
+                    until,
+                    &mut waited_since,
+                    "every sequence number of the current 4 ms unit is taken",
+                );
+            }
+            Grant::ClockBehind { until } => {
+                s.clock_waits.fetch_add(1, Relaxed);
+                // SAFETY: our own slot.
+                if let Some(slot) = unsafe { b.slot.as_ref() } {
+                    slot.clock_waits.fetch_add(1, Relaxed);
+                }
+                wait_for_unit(
+                    s,
+                    until,
+                    &mut waited_since,
+                    "the system clock went back into time already used for IDs",
+                );
+            }
+        }
+    }
+}
+
+fn raise_clock_out_of_range() -> ! {
+    UserError::new(
+        PgSqlErrorCode::ERRCODE_DATETIME_FIELD_OVERFLOW,
+        "the system clock is out of range for type sno".into(),
+    )
+    .detail(
+        "sno IDs hold times from 2010-01-01 00:00:00 UTC to 2079-09-07 15:47:35.551999 UTC.".into(),
+    )
+    .hint("Check the server's clock.")
+    .raise()
+}
+
+/// Sleeps on the process latch until the wall clock reaches unit `until`. The time spent in
+/// all waits of one call is bounded by `sno.max_clock_wait`; past it the call fails.
+fn wait_for_unit(s: &Shared, until: u64, since: &mut Option<std::time::Instant>, why: &str) {
+    let started = *since.get_or_insert_with(std::time::Instant::now);
+    let max_ms = gucs::MAX_CLOCK_WAIT_MS.get().max(0) as u128;
+    let target_ns = units_to_unix_nanos(until.min(MAX_UNITS));
+    loop {
+        pgrx::check_for_interrupts!();
+        let now_ns = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as i128)
+            .unwrap_or(0);
+        if now_ns >= target_ns {
+            return;
+        }
+        let waited = started.elapsed().as_millis();
+        if waited >= max_ms {
+            s.clock_wait_failures.fetch_add(1, Relaxed);
+            UserError::new(
+                PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+                format!(
+                    "sno_generate gave up after waiting {waited} ms for the system clock to reach {}",
+                    crate::fmgr::timestamptz_text(units_to_pg_micros(until))
+                ),
+            )
+            .detail(format!("{why}; making an ID now could repeat one already made."))
+            .hint("Check the server's clock (NTP). sno.max_clock_wait sets how long to wait.")
+            .raise();
+        }
+        let left_ms = ((target_ns - now_ns) / 1_000_000 + 1) as i64;
+        let timeout = left_ms.min((max_ms - waited) as i64).clamp(1, 100);
+        // SAFETY: MyLatch is this process's latch; the wait returns on timeout, latch or
+        // interrupt, and exits the process if the postmaster dies.
+        unsafe {
+            pg_sys::WaitLatch(
+                pg_sys::MyLatch,
+                (pg_sys::WL_LATCH_SET | pg_sys::WL_TIMEOUT | pg_sys::WL_EXIT_ON_PM_DEATH) as i32,
+                timeout as _,
+                pg_sys::PG_WAIT_EXTENSION,
+            );
+            pg_sys::ResetLatch(pg_sys::MyLatch);
+        }
+    }
+}
+
+/// `sno_generator_info()`: the server's generator, one row.
+#[pg_extern(volatile, parallel_safe)]
+#[allow(clippy::type_complexity)]
+fn sno_generator_info() -> TableIterator<
+    'static,
+    (
+        name!(partition, i32),
+        name!(partition_source, String),
+        name!(system_identifier, String),
+        name!(high_water, Option<TimestampWithTimeZone>),
+        name!(safe_mark, Option<TimestampWithTimeZone>),
+        name!(tick, i32),
+        name!(regressions, i64),
+        name!(ids_issued, i64),
+        name!(leases, i64),
+        name!(full_unit_stalls, i64),
+        name!(clock_waits, i64),
+        name!(clock_wait_failures, i64),
+        name!(active_backends, i32),
+    ),
+> {
+    let s = shared_or_raise();
+    let (tl, leases) = shmem::with_timeline(s, |tl, l| (*tl, *l));
+    let (partition, source) = effective_partition(s);
+    let slots = shmem::slots(s);
+    let live: u64 = slots
+        .iter()
+        .filter(|x| x.pid.load(Relaxed) != 0)
+        .map(|x| x.issued.load(Relaxed))
+        .sum();
+    let active = slots.iter().filter(|x| x.pid.load(Relaxed) != 0).count() as i32;
+    let ts = |u: u64| TimestampWithTimeZone::try_from(units_to_pg_micros(u)).ok();
+    TableIterator::once((
+        partition as i32,
+        source.to_string(),
+        s.system_identifier.to_string(),
+        if leases > 0 { ts(tl.hi) } else { None },
+        if tl.safe >= 0 {
+            ts(tl.safe as u64)
+        } else {
+            None
+        },
+        tl.tick() as i32,
+        tl.drifts as i64,
+        (live + s.retired_ids.load(Relaxed)) as i64,
+        leases as i64,
+        s.full_unit_stalls.load(Relaxed) as i64,
+        s.clock_waits.load(Relaxed) as i64,
+        s.clock_wait_failures.load(Relaxed) as i64,
+        active,
+    ))
+}
+
+/// `sno_generator_backends()`: one row per backend that has generated IDs. Execute is granted
+/// to `pg_monitor` only (and superusers).
+#[pg_extern(volatile, parallel_safe)]
+#[allow(clippy::type_complexity)]
+fn sno_generator_backends() -> TableIterator<
+    'static,
+    (
+        name!(pid, i32),
+        name!(ids_issued, i64),
+        name!(leases, i64),
+        name!(full_unit_stalls, i64),
+        name!(clock_waits, i64),
+        name!(lease_time, Option<TimestampWithTimeZone>),
+        name!(lease_tick, i32),
+        name!(lease_start, i32),
+        name!(lease_end, i32),
+    ),
+> {
+    let s = shared_or_raise();
+    let rows: Vec<_> = shmem::slots(s)
+        .iter()
+        .filter(|x| x.pid.load(Relaxed) != 0)
+        .map(|x| {
+            let leases = x.leases.load(Relaxed);
+            (
+                x.pid.load(Relaxed),
+                x.issued.load(Relaxed) as i64,
+                leases as i64,
+                x.full_unit_stalls.load(Relaxed) as i64,
+                x.clock_waits.load(Relaxed) as i64,
+                if leases > 0 {
+                    TimestampWithTimeZone::try_from(units_to_pg_micros(x.lease_unit.load(Relaxed)))
+                        .ok()
+                } else {
+                    None
+                },
+                x.lease_tick.load(Relaxed) as i32,
+                x.lease_start.load(Relaxed) as i32,
+                x.lease_end.load(Relaxed) as i32,
+            )
+        })
+        .collect();
+    TableIterator::new(rows)
+}
+
+/// `sno_current_partition() → int`: the partition `sno_generate` writes now.
+#[pg_extern(stable, parallel_safe)]
+fn sno_current_partition() -> i32 {
+    effective_partition(shared_or_raise()).0 as i32
+}

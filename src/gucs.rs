@@ -1,0 +1,53 @@
+//! Every configuration setting of the extension. All names are under the `sno.` prefix, which
+//! is reserved: a misspelt `sno.*` setting in postgresql.conf is reported, not silently kept.
+
+use pgrx::{GucContext, GucFlags, GucRegistry, GucSetting};
+
+/// `sno.partition`: the partition written into generated IDs (0..65535), or -1 (the default) to
+/// derive it from the cluster's system identifier. Server configuration only (`SIGHUP`): a
+/// partition names a server, so a session must not be able to change it with `SET`.
+pub static PARTITION: GucSetting<i32> = GucSetting::<i32>::new(-1);
+
+/// `sno.max_clock_wait`: how long (ms) `sno_generate` may wait for the clock to come back to
+/// time it may use (after a second clock regression, or with a clock that does not advance)
+/// before it fails. Superuser-settable, per session if wanted.
+pub static MAX_CLOCK_WAIT_MS: GucSetting<i32> = GucSetting::<i32>::new(10_000);
+
+/// Defines the settings and reserves the prefix. Called once from `_PG_init`.
+pub fn init() {
+    GucRegistry::define_int_guc(
+        c"sno.partition",
+        c"Partition (server number, 0-65535) written into IDs made by sno_generate.",
+        c"-1 derives it from the cluster's system identifier. Every server that makes IDs which \
+          meet in one place needs its own partition.",
+        &PARTITION,
+        -1,
+        65535,
+        GucContext::Sighup,
+        GucFlags::default(),
+    );
+    GucRegistry::define_int_guc(
+        c"sno.max_clock_wait",
+        c"Longest wait of sno_generate for the system clock before it fails.",
+        c"Waits happen when the clock goes back into time already used twice in a row, or does \
+          not advance past a unit whose 65,536 sequence numbers are all used.",
+        &MAX_CLOCK_WAIT_MS,
+        0,
+        3_600_000,
+        GucContext::Suset,
+        GucFlags::UNIT_MS,
+    );
+    reserve_prefix();
+}
+
+#[cfg(not(feature = "pg14"))]
+fn reserve_prefix() {
+    // SAFETY: called from _PG_init with a static NUL-terminated name.
+    unsafe { pgrx::pg_sys::MarkGUCPrefixReserved(c"sno".as_ptr()) }
+}
+
+#[cfg(feature = "pg14")]
+fn reserve_prefix() {
+    // PostgreSQL 14 has no reservation; this warns about unknown sno.* placeholders instead.
+    unsafe { pgrx::pg_sys::EmitWarningsOnPlaceholders(c"sno".as_ptr()) }
+}

@@ -1,0 +1,221 @@
+//! The shard table in shared memory: the server-wide [`Timeline`] behind one LWLock, server
+//! counters, and one statistics slot per backend.
+//!
+//! Needs `shared_preload_libraries = 'sno'`: shared memory is sized and created by the
+//! postmaster. Without it [`shared`] returns `None` and `sno_generate` says what to do.
+//!
+//! Layout: a [`Shared`] header followed by `nslots` [`Slot`]s, one per possible backend
+//! (indexed by backend number). A slot is written only by its backend, with relaxed atomic
+//! stores (plain moves on x86-64), and read by the monitoring functions.
+
+use crate::generator::{partition_from_system_identifier, Timeline};
+use core::cell::UnsafeCell;
+use core::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU32, AtomicU64, Ordering};
+use pgrx::pg_sys;
+use pgrx::prelude::*;
+
+const NAME: &core::ffi::CStr = c"sno";
+
+/// The header of the shared segment.
+#[repr(C)]
+pub struct Shared {
+    /// Protects `timeline` and `leases`.
+    pub lock: *mut pg_sys::LWLock,
+    /// The server's timeline; read and written only under `lock`.
+    pub timeline: UnsafeCell<Timeline>,
+    /// Leases handed out; under `lock`.
+    pub leases: UnsafeCell<u64>,
+    /// The cluster's system identifier, read at start-up.
+    pub system_identifier: u64,
+    /// The partition derived from it (used when `sno.partition` is -1).
+    pub derived_partition: u16,
+    /// Waits because every sequence number of a unit was taken.
+    pub full_unit_stalls: AtomicU64,
+    /// Waits because the clock went back into used time a second time.
+    pub clock_waits: AtomicU64,
+    /// Waits that ran out of `sno.max_clock_wait` and failed.
+    pub clock_wait_failures: AtomicU64,
+    /// IDs issued by backends that have exited.
+    pub retired_ids: AtomicU64,
+    /// Number of slots after the header.
+    pub nslots: u32,
+}
+
+/// One backend's statistics.
+#[repr(C)]
+pub struct Slot {
+    /// Process ID of the backend using the slot, 0 when free.
+    pub pid: AtomicI32,
+    /// IDs issued.
+    pub issued: AtomicU64,
+    /// Leases taken.
+    pub leases: AtomicU64,
+    /// Waits for a full unit.
+    pub full_unit_stalls: AtomicU64,
+    /// Waits for the clock.
+    pub clock_waits: AtomicU64,
+    /// Unit of the current lease.
+    pub lease_unit: AtomicU64,
+    /// Tick-tock bit of the current lease.
+    pub lease_tick: AtomicU32,
+    /// First sequence number of the current lease.
+    pub lease_start: AtomicU32,
+    /// One past the last sequence number of the current lease.
+    pub lease_end: AtomicU32,
+}
+
+static SHARED: AtomicPtr<Shared> = AtomicPtr::new(core::ptr::null_mut());
+static PRELOADED: AtomicBool = AtomicBool::new(false);
+
+// SAFETY: the pointers inside Shared point into shared memory mapped at the same address in
+// every backend (fork), and the timeline is only touched under its LWLock.
+unsafe impl Sync for Shared {}
+
+/// The shared segment, or `None` when the library was not preloaded.
+#[inline]
+pub fn shared() -> Option<&'static Shared> {
+    // SAFETY: set once per shared-memory (re)initialisation by the postmaster before any
+    // backend is forked, never freed while backends run.
+    unsafe { SHARED.load(Ordering::Relaxed).as_ref() }
+}
+
+/// Whether `_PG_init` ran during `shared_preload_libraries`.
+pub fn preloaded() -> bool {
+    PRELOADED.load(Ordering::Relaxed)
+}
+
+/// The slots after the header.
+pub fn slots(s: &'static Shared) -> &'static [Slot] {
+    // SAFETY: the segment was sized for `nslots` slots right after the header.
+    unsafe {
+        let first = (s as *const Shared).add(1).cast::<Slot>();
+        core::slice::from_raw_parts(first, s.nslots as usize)
+    }
+}
+
+/// Runs `f` on the timeline under the LWLock.
+pub fn with_timeline<R>(s: &'static Shared, f: impl FnOnce(&mut Timeline, &mut u64) -> R) -> R {
+    // SAFETY: the lock protects both cells; LWLockRelease runs before any error can be raised
+    // by our code, and an error raised by LWLockAcquire itself leaves nothing held.
+    unsafe {
+        pg_sys::LWLockAcquire(s.lock, pg_sys::LWLockMode::LW_EXCLUSIVE);
+        let r = f(&mut *s.timeline.get(), &mut *s.leases.get());
+        pg_sys::LWLockRelease(s.lock);
+        r
+    }
+}
+
+/// Slots to allocate: one per backend number a backend can have.
+fn slot_count() -> usize {
+    // SAFETY: plain reads of server globals, set before shared memory is requested.
+    unsafe {
+        #[cfg(feature = "pg14")]
+        {
+            // PostgreSQL 14 computes MaxBackends only after preloading libraries; this is its
+            // formula (InitializeMaxBackends).
+            (pg_sys::MaxConnections
+                + pg_sys::autovacuum_max_workers
+                + 1
+                + pg_sys::max_worker_processes
+                + pg_sys::max_wal_senders) as usize
+        }
+        #[cfg(not(feature = "pg14"))]
+        {
+            pg_sys::MaxBackends as usize
+        }
+    }
+}
+
+fn segment_size() -> usize {
+    core::mem::size_of::<Shared>() + slot_count() * core::mem::size_of::<Slot>()
+}
+
+/// This backend's slot index, if it has one.
+pub fn my_slot_index() -> Option<usize> {
+    // SAFETY: plain reads of per-process globals.
+    unsafe {
+        #[cfg(any(feature = "pg14", feature = "pg15", feature = "pg16"))]
+        let n = pg_sys::MyBackendId as i64 - 1;
+        #[cfg(not(any(feature = "pg14", feature = "pg15", feature = "pg16")))]
+        let n = pg_sys::MyProcNumber as i64;
+        usize::try_from(n).ok()
+    }
+}
+
+/// Registers the shared-memory request and start-up hooks. Called from `_PG_init` while
+/// `shared_preload_libraries` is being processed.
+pub fn init() {
+    PRELOADED.store(true, Ordering::Relaxed);
+    // SAFETY: hook chaining as every extension does it, from _PG_init in the postmaster.
+    unsafe {
+        #[cfg(feature = "pg14")]
+        request();
+        #[cfg(not(feature = "pg14"))]
+        {
+            PREV_REQUEST = pg_sys::shmem_request_hook;
+            pg_sys::shmem_request_hook = Some(on_request);
+        }
+        PREV_STARTUP = pg_sys::shmem_startup_hook;
+        pg_sys::shmem_startup_hook = Some(on_startup);
+    }
+}
+
+#[cfg(not(feature = "pg14"))]
+static mut PREV_REQUEST: pg_sys::shmem_request_hook_type = None;
+static mut PREV_STARTUP: pg_sys::shmem_startup_hook_type = None;
+
+unsafe fn request() {
+    pg_sys::RequestAddinShmemSpace(segment_size());
+    pg_sys::RequestNamedLWLockTranche(NAME.as_ptr(), 1);
+}
+
+#[cfg(not(feature = "pg14"))]
+#[pg_guard]
+unsafe extern "C-unwind" fn on_request() {
+    if let Some(prev) = PREV_REQUEST {
+        prev();
+    }
+    request();
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn on_startup() {
+    if let Some(prev) = PREV_STARTUP {
+        prev();
+    }
+    // AddinShmemInitLock is MainLWLockArray[21] (lwlocknames.txt).
+    let init_lock = &raw mut (*pg_sys::MainLWLockArray.add(21)).lock;
+    pg_sys::LWLockAcquire(init_lock, pg_sys::LWLockMode::LW_EXCLUSIVE);
+    let mut found = false;
+    let size = segment_size();
+    let p = pg_sys::ShmemInitStruct(NAME.as_ptr(), size, &mut found).cast::<Shared>();
+    if !found {
+        core::ptr::write_bytes(p.cast::<u8>(), 0, size);
+        let sysid = pg_sys::GetSystemIdentifier();
+        p.write(Shared {
+            lock: &raw mut (*pg_sys::GetNamedLWLockTranche(NAME.as_ptr())).lock,
+            timeline: UnsafeCell::new(Timeline::new()),
+            leases: UnsafeCell::new(0),
+            system_identifier: sysid,
+            derived_partition: partition_from_system_identifier(sysid),
+            full_unit_stalls: AtomicU64::new(0),
+            clock_waits: AtomicU64::new(0),
+            clock_wait_failures: AtomicU64::new(0),
+            retired_ids: AtomicU64::new(0),
+            nslots: slot_count() as u32,
+        });
+        let s = &*p;
+        let configured = crate::gucs::PARTITION.get();
+        if configured >= 0 {
+            pgrx::log!("sno: generator ready, partition {configured} (sno.partition)");
+        } else {
+            pgrx::log!(
+                "sno: generator ready, partition {} (derived from system identifier {}; set sno.partition to choose)",
+                s.derived_partition,
+                s.system_identifier
+            );
+        }
+    }
+    SHARED.store(p, Ordering::Relaxed);
+    pg_sys::LWLockRelease(init_lock);
+}
