@@ -33,11 +33,13 @@ mod pg_tests;
     r#"
 CREATE VIEW sno_generator AS SELECT * FROM sno_generator_info();
 COMMENT ON VIEW sno_generator IS 'the server''s sno generator: partition, timeline, counters';
+GRANT SELECT ON sno_generator TO PUBLIC;
 -- Per-backend detail is for superusers and pg_monitor members only.
 REVOKE ALL ON FUNCTION sno_generator_backends() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION sno_generator_backends() TO pg_monitor;
 CREATE VIEW sno_generator_backends AS SELECT * FROM sno_generator_backends();
 COMMENT ON VIEW sno_generator_backends IS 'sno generator usage per backend (superusers and pg_monitor)';
+GRANT SELECT ON sno_generator_backends TO pg_monitor;
 "#,
     name = "sno_generator_views",
     requires = [

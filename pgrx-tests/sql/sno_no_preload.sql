@@ -1,0 +1,12 @@
+-- A server where sno is NOT in shared_preload_libraries: the type and every function but the
+-- generator work; the generator says what to add to postgresql.conf.
+CREATE EXTENSION IF NOT EXISTS sno;
+SELECT sno_time('brpk4q72xwf2m63l'::sno) IS NOT NULL AS type_works,
+       sno_from_parts('2024-01-01+00', 1, 2, 3) AS from_parts;
+\set VERBOSITY default
+SELECT sno_generate(1);
+SELECT sno_generate();
+SELECT * FROM sno_generator;
+SELECT sno_current_partition();
+-- The session is still fine afterwards.
+SELECT 'brpk4q72xwf2m63l'::sno AS still_working;

@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# sno_generate under real concurrency, against a live cluster with sno preloaded:
+#  1. pgbench, 16 clients for 10 s, each transaction inserting one row whose primary key
+#     defaults to sno_generate(1): zero errors, rows = transactions.
+#  2. The same with a new connection per transaction (-C): backends come and go.
+#  3. A forced parallel query (2 workers) generating 2,000,000 IDs: all distinct.
+#  4. A partition set with ALTER SYSTEM + reload is what new IDs carry.
+#
+# Usage: generate_concurrency.sh SOCKET_DIR PORT BINDIR   (run by .ci/test)
+set -euo pipefail
+host="$1" port="$2" bindir="$3"
+export PGHOST="$host" PGPORT="$port" PGUSER=postgres
+DURATION="${SNO_PGBENCH_SECONDS:-10}"
+psql() { "$bindir/psql" -X -q -v ON_ERROR_STOP=1 -d sno_gen "$@"; }
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+fail=0
+check() { # check DESCRIPTION GOT WANT
+    if [[ "$2" == "$3" ]]; then echo "ok: $1"; else echo "FAIL: $1: got '$2', want '$3'"; fail=1; fi
+}
+
+"$bindir/psql" -X -q -d postgres -c "DROP DATABASE IF EXISTS sno_gen" -c "CREATE DATABASE sno_gen"
+psql -c "CREATE EXTENSION sno" \
+     -c "CREATE TABLE gen (id sno PRIMARY KEY DEFAULT sno_generate(1), client int NOT NULL)"
+echo 'INSERT INTO gen (client) VALUES (:client_id);' >"$work/insert.sql"
+
+# pgbench_run NAME ARGS...: runs pgbench, checks it reported no failure, prints transactions.
+pgbench_run() {
+    local name="$1"
+    shift
+    local out="$work/$name.out" rc=0
+    "$bindir/pgbench" -n -c 16 -j 2 -T "$DURATION" -f "$work/insert.sql" "$@" sno_gen >"$out" 2>&1 || rc=$?
+    if ((rc != 0)) || grep -qiE "error|aborted" "$out"; then
+        echo "FAIL: pgbench $name exited $rc" >&2
+        cat "$out" >&2
+        return 1
+    fi
+    grep -q "number of failed transactions: 0 " "$out" || ! grep -q "number of failed transactions" "$out" || {
+        echo "FAIL: pgbench $name had failed transactions" >&2
+        return 1
+    }
+    sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' "$out"
+}
+
+n1="$(pgbench_run persistent)" || fail=1
+rows="$(psql -At -c "SELECT count(*) FROM gen")"
+check "16 clients x ${DURATION}s: rows = transactions ($n1)" "$rows" "$n1"
+[[ "${n1:-0}" -gt 1000 ]] || { echo "FAIL: too few transactions ($n1)"; fail=1; }
+
+n2="$(pgbench_run connect -C)" || fail=1
+rows="$(psql -At -c "SELECT count(*) FROM gen")"
+check "16 clients x ${DURATION}s, new connection per transaction: rows = transactions ($n1 + $n2)" "$rows" "$((n1 + n2))"
+check "all IDs distinct" "$(psql -At -c "SELECT count(DISTINCT id) = count(*) FROM gen")" "t"
+check "all IDs carry meta 1 and this server's partition" \
+    "$(psql -At -c "SELECT bool_and(sno_meta(id) = 1 AND sno_partition(id) = sno_current_partition()) FROM gen")" "t"
+
+# Forced parallel query: the projection (sno_generate) runs in the workers.
+cat >"$work/parallel.sql" <<'SQL'
+CREATE TABLE par_src AS SELECT g FROM generate_series(1, 2000000) g;
+ALTER TABLE par_src SET (parallel_workers = 2);
+VACUUM ANALYZE par_src;
+SET max_parallel_workers_per_gather = 2;
+SET parallel_setup_cost = 0;
+SET parallel_tuple_cost = 0;
+SET min_parallel_table_scan_size = 0;
+EXPLAIN (ANALYZE, VERBOSE, COSTS OFF, TIMING OFF, SUMMARY OFF)
+    SELECT count(*), count(DISTINCT id) FROM (SELECT sno_generate(2) AS id FROM par_src) s;
+SELECT 'result', count(*), count(DISTINCT id) FROM (SELECT sno_generate(2) AS id FROM par_src) s;
+SQL
+psql -At -F ' ' -f "$work/parallel.sql" >"$work/parallel.out"
+check "parallel query launched 2 workers" "$(grep -c 'Workers Launched: 2' "$work/parallel.out")" "1"
+check "sno_generate ran inside the parallel scan" \
+    "$(grep -A1 'Parallel Seq Scan' "$work/parallel.out" | grep -c 'Output: sno_generate(2)')" "1"
+check "parallel query: 2,000,000 IDs, all distinct" "$(grep '^result' "$work/parallel.out")" "result 2000000 2000000"
+
+# Partition from the server configuration, applied by a reload.
+psql -c "ALTER SYSTEM SET sno.partition = 4242" -c "SELECT pg_reload_conf()" >/dev/null
+for _ in $(seq 50); do
+    [[ "$(psql -At -c "SELECT sno_current_partition()")" == 4242 ]] && break
+    sleep 0.1
+done
+check "sno.partition = 4242 after reload" \
+    "$(psql -At -c "SELECT sno_partition(sno_generate()), partition_source FROM sno_generator")" "4242|sno.partition"
+psql -c "ALTER SYSTEM RESET sno.partition" -c "SELECT pg_reload_conf()" >/dev/null
+for _ in $(seq 50); do
+    [[ "$(psql -At -c "SELECT partition_source FROM sno_generator")" == "system identifier" ]] && break
+    sleep 0.1
+done
+check "partition derived from the system identifier again" \
+    "$(psql -At -c "SELECT partition_source FROM sno_generator")" "system identifier"
+
+# The sno.* prefix is reserved (PostgreSQL 15+; 14 only warns about unknown placeholders).
+if (("${SNO_PG_MAJOR:-15}" >= 15)); then
+    out="$("$bindir/psql" -X -d sno_gen -c "SET sno.no_such_setting = 1" 2>&1 || true)"
+    check "sno.* is a reserved prefix" "$(grep -c '"sno" is a reserved prefix' <<<"$out")" "1"
+fi
+
+exit $fail
