@@ -267,7 +267,7 @@ fn generate_slow(b: &mut Backend, meta: u8) -> Sno {
                     s,
                     until,
                     &mut waited_since,
-                    "every sequence number of the current 4 ms unit is taken",
+                    "Every sequence number of the current 4 ms unit is taken",
                 );
             }
             Grant::ClockBehind { until } => {
@@ -280,7 +280,7 @@ fn generate_slow(b: &mut Backend, meta: u8) -> Sno {
                     s,
                     until,
                     &mut waited_since,
-                    "the system clock went back into time already used for IDs",
+                    "The system clock went back into time already used for IDs",
                 );
             }
         }

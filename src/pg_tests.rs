@@ -266,3 +266,24 @@ mod tests {
         assert_eq!(one::<String>(&q), text);
     }
 }
+
+#[pgrx::pg_schema]
+mod generator_tests {
+    use pgrx::prelude::*;
+
+    #[pg_test]
+    fn generated_ids_are_distinct_increasing_and_carry_their_fields() {
+        let ok = Spi::get_one::<bool>(
+            "SELECT count(DISTINCT id) = 100000 AND bool_and(id > prev OR prev IS NULL)
+                    AND bool_and(sno_meta(id) = 17 AND sno_partition(id) = sno_current_partition())
+                    AND bool_and(sno_time(id) BETWEEN now() - interval '1 minute' AND clock_timestamp())
+             FROM (SELECT id, lag(id) OVER (ORDER BY g) AS prev
+                   FROM (SELECT g, sno_generate(17) AS id FROM generate_series(1, 100000) g) s) t",
+        );
+        assert_eq!(ok, Ok(Some(true)));
+        let issued = Spi::get_one::<i64>(
+            "SELECT ids_issued FROM sno_generator_backends WHERE pid = pg_backend_pid()",
+        );
+        assert!(matches!(issued, Ok(Some(n)) if n >= 100_000), "{issued:?}");
+    }
+}

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# A real clock regression: a server of its own runs under libfaketime, whose offset file this
+# script rewrites while clients generate IDs.
+#  1. Step back 2 s while 4 pgbench clients insert IDs: no wait, the tick-tock bit flips.
+#  2. Step back again, below the first regression's safe mark: clients wait (about 2 s)
+#     instead of repeating IDs, then go on.
+#  3. Step back a minute: sno_generate fails after sno.max_clock_wait with a clear error, and a
+#     statement_timeout cancels a longer wait.
+# Zero duplicates throughout (a primary key holds every ID).
+#
+# Usage: clock_regression.sh SOCKET_DIR PORT BINDIR  (only BINDIR is used: own cluster)
+set -euo pipefail
+bindir="$3"
+port=$((${2} + 200))
+lib=/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1
+[[ -r "$lib" ]] || { echo "FAIL: libfaketime is not installed ($lib)"; exit 1; }
+dir="$(mktemp -d /tmp/sno-work/clock.XXXXXX)"
+chown postgres: "$dir"
+offset="$dir/faketime"
+echo "+0" >"$offset"
+chmod a+r "$offset"
+export PGHOST="$dir" PGPORT="$port" PGUSER=postgres
+stop() { sudo -u postgres "$bindir/pg_ctl" -D "$dir/data" -m immediate -w stop >/dev/null 2>&1 || true; }
+trap 'stop; rm -rf "$dir"' EXIT
+fail=0
+check() { # check DESCRIPTION GOT WANT
+    if [[ "$2" == "$3" ]]; then echo "ok: $1"; else echo "FAIL: $1: got '$2', want '$3'"; fail=1; fi
+}
+psql() { "$bindir/psql" -X -q -v ON_ERROR_STOP=1 -d postgres "$@"; }
+
+sudo -u postgres "$bindir/initdb" -D "$dir/data" -A trust -U postgres --no-sync >/dev/null
+# Only the server runs under libfaketime; its monotonic clock stays real so timeouts work.
+sudo -u postgres env LD_PRELOAD="$lib" FAKETIME_TIMESTAMP_FILE="$offset" FAKETIME_NO_CACHE=1 \
+    FAKETIME_DONT_FAKE_MONOTONIC=1 DONT_FAKE_MONOTONIC=1 \
+    "$bindir/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w \
+    -o "-p $port -k $dir -c listen_addresses='' -c fsync=off -c shared_preload_libraries=sno" start >/dev/null
+
+psql -c "CREATE EXTENSION sno" -c "CREATE TABLE ids (id sno PRIMARY KEY)"
+echo 'INSERT INTO ids SELECT sno_generate(1) FROM generate_series(1, 50);' >"$dir/insert.sql"
+
+# run_clients SECONDS: 4 pgbench clients in the background (wait for them with `wait`).
+run_clients() {
+    "$bindir/pgbench" -n -c 4 -j 2 -T "$1" -f "$dir/insert.sql" postgres >"$dir/pgbench.$1.out" 2>&1 &
+}
+transactions() { sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' "$1"; }
+
+# Phase 1: the first regression flips T without waiting.
+run_clients 5
+pid=$!
+sleep 2
+echo "-2s" >"$offset"
+wait "$pid" || { echo "FAIL: pgbench (phase 1)"; cat "$dir/pgbench.5.out"; fail=1; }
+n1="$(transactions "$dir/pgbench.5.out")"
+check "phase 1: rows = 50 x transactions" "$(psql -At -c "SELECT count(*) FROM ids")" "$((50 * n1))"
+check "phase 1: one regression, tick 1, no clock waits" \
+    "$(psql -At -c "SELECT regressions, tick, clock_waits FROM sno_generator")" "1|1|0"
+check "phase 1: IDs on both timelines" \
+    "$(psql -At -c "SELECT string_agg(DISTINCT sno_tick(id)::text, ',') FROM ids")" "0,1"
+
+# Phase 2: back again, 4 s more (below the safe mark): clients wait, nothing repeats.
+run_clients 6
+pid=$!
+sleep 1.5
+echo "-6s" >"$offset"
+wait "$pid" || { echo "FAIL: pgbench (phase 2)"; cat "$dir/pgbench.6.out"; fail=1; }
+n2="$(transactions "$dir/pgbench.6.out")"
+check "phase 2: rows = 50 x transactions" "$(psql -At -c "SELECT count(*) FROM ids")" "$((50 * (n1 + n2)))"
+check "phase 2: clients waited for the clock" "$(psql -At -c "SELECT clock_waits > 0 FROM sno_generator")" "t"
+check "phase 2: then flipped back (two regressions, tick 0)" \
+    "$(psql -At -c "SELECT regressions, tick FROM sno_generator")" "2|0"
+[[ "$((n1 * n2))" -gt 0 ]] || { echo "FAIL: no transactions ($n1, $n2)"; fail=1; }
+
+# Phase 3: back a minute more: a bounded wait that fails, and a wait a cancel ends.
+echo "-66s" >"$offset"
+t0=$SECONDS
+out="$(psql -c "SET sno.max_clock_wait = 800" -c "SELECT sno_generate(1)" 2>&1 || true)"
+check "phase 3: gives up with a clear error" \
+    "$(grep -c 'ERROR:  sno_generate gave up after waiting' <<<"$out")" "1"
+grep -q "HINT:  Check the server's clock" <<<"$out" || { echo "FAIL: no hint in: $out"; fail=1; }
+echo "$out" | sed 's/^/    /'
+out="$(psql -c "SET sno.max_clock_wait = '10min'" -c "SET statement_timeout = '1s'" -c "SELECT sno_generate(1)" 2>&1 || true)"
+check "phase 3: a long wait is cancellable" \
+    "$(grep -c 'canceling statement due to statement timeout' <<<"$out")" "1"
+((SECONDS - t0 < 10)) || { echo "FAIL: phase 3 took $((SECONDS - t0)) s"; fail=1; }
+check "phase 3: failures counted" "$(psql -At -c "SELECT clock_wait_failures FROM sno_generator")" "1"
+
+# Back to the real clock: generation goes on, still no duplicates.
+echo "+0" >"$offset"
+psql -c "INSERT INTO ids SELECT sno_generate(1) FROM generate_series(1, 1000)"
+check "after: every ID distinct, all inserted" \
+    "$(psql -At -c "SELECT count(*) = count(DISTINCT id), count(*) FROM ids")" "t|$((50 * (n1 + n2) + 1000))"
+exit $fail
