@@ -265,11 +265,6 @@ mod tests {
         let q = format!("SELECT sno_from_parts(sno_time('{text}'), 42, 513, 65000, 1)::text");
         assert_eq!(one::<String>(&q), text);
     }
-}
-
-#[pgrx::pg_schema]
-mod generator_tests {
-    use pgrx::prelude::*;
 
     #[pg_test]
     fn generated_ids_are_distinct_increasing_and_carry_their_fields() {
