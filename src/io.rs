@@ -47,7 +47,7 @@ pub unsafe extern "C-unwind" fn sno_in(fcinfo: pg_sys::FunctionCallInfo) -> pg_s
 #[no_mangle]
 pub unsafe extern "C-unwind" fn sno_out(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
     let text = encode(arg_sno(fcinfo, 0));
-    let out = pg_sys::palloc(TEXT_LEN + 1).cast::<u8>();
+    let out = crate::fmgr::palloc_small(TEXT_LEN + 1);
     core::ptr::copy_nonoverlapping(text.as_ptr(), out, TEXT_LEN);
     *out.add(TEXT_LEN) = 0;
     pg_sys::Datum::from(out)
