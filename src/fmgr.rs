@@ -71,7 +71,11 @@ extern "C-unwind" {
     /// setjmp guard (about 10 ns a call, measured): with `MCXT_ALLOC_NO_OOM` and a valid size
     /// it cannot raise an error, it returns NULL when out of memory.
     #[link_name = "MemoryContextAllocExtended"]
-    fn alloc_no_oom(context: pg_sys::MemoryContext, size: usize, flags: core::ffi::c_int) -> *mut core::ffi::c_void;
+    fn alloc_no_oom(
+        context: pg_sys::MemoryContext,
+        size: usize,
+        flags: core::ffi::c_int,
+    ) -> *mut core::ffi::c_void;
 }
 
 /// Allocates `size` bytes (a small constant) in the current memory context; raises
@@ -79,7 +83,13 @@ extern "C-unwind" {
 #[inline(always)]
 pub fn palloc_small(size: usize) -> *mut u8 {
     // SAFETY: CurrentMemoryContext is always valid in a backend; the call cannot longjmp.
-    let p = unsafe { alloc_no_oom(pg_sys::CurrentMemoryContext, size, pg_sys::MCXT_ALLOC_NO_OOM as _) };
+    let p = unsafe {
+        alloc_no_oom(
+            pg_sys::CurrentMemoryContext,
+            size,
+            pg_sys::MCXT_ALLOC_NO_OOM as _,
+        )
+    };
     if p.is_null() {
         out_of_memory(size);
     }
@@ -89,9 +99,12 @@ pub fn palloc_small(size: usize) -> *mut u8 {
 #[cold]
 #[inline(never)]
 fn out_of_memory(size: usize) -> ! {
-    UserError::new(PgSqlErrorCode::ERRCODE_OUT_OF_MEMORY, "out of memory".into())
-        .detail(format!("Failed on request of size {size}."))
-        .raise()
+    UserError::new(
+        PgSqlErrorCode::ERRCODE_OUT_OF_MEMORY,
+        "out of memory".into(),
+    )
+    .detail(format!("Failed on request of size {size}."))
+    .raise()
 }
 
 /// Copies an ID into memory of the current memory context and returns it as a datum.

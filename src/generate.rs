@@ -206,6 +206,18 @@ fn generate_slow(b: &mut Backend, meta: u8) -> Sno {
     if !b.ready {
         set_up(b, s);
     }
+    // SAFETY: reads a shared flag; cannot fail.
+    if unsafe { pg_sys::RecoveryInProgress() } {
+        // A standby has its primary's system identifier and configuration, hence its
+        // partition: IDs made here could collide with the primary's.
+        UserError::new(
+            PgSqlErrorCode::ERRCODE_READ_ONLY_SQL_TRANSACTION,
+            "cannot generate sno IDs during recovery".into(),
+        )
+        .detail("A standby shares its primary's partition, so its IDs could collide with the primary's.".into())
+        .hint("Generate IDs on the primary.")
+        .raise();
+    }
     let mut waited_since: Option<std::time::Instant> = None;
     loop {
         let mut now = OUT_OF_RANGE;
