@@ -112,9 +112,22 @@ fn slot_count() -> usize {
         #[cfg(feature = "pg14")]
         {
             // PostgreSQL 14 computes MaxBackends only after preloading libraries; this is its
-            // formula (InitializeMaxBackends).
+            // formula (InitializeMaxBackends). autovacuum_max_workers is not exported to
+            // extensions there, so it is read as a setting.
+            let autovacuum = {
+                let v = pg_sys::GetConfigOption(c"autovacuum_max_workers".as_ptr(), true, false);
+                if v.is_null() {
+                    64
+                } else {
+                    core::ffi::CStr::from_ptr(v)
+                        .to_str()
+                        .ok()
+                        .and_then(|t| t.parse::<i32>().ok())
+                        .unwrap_or(64)
+                }
+            };
             (pg_sys::MaxConnections
-                + pg_sys::autovacuum_max_workers
+                + autovacuum
                 + 1
                 + pg_sys::max_worker_processes
                 + pg_sys::max_wal_senders) as usize
