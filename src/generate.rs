@@ -104,7 +104,7 @@ pub unsafe extern "C-unwind" fn sno_generate_default(
 
 /// One new ID.
 #[inline(always)]
-fn generate(meta: u8) -> Sno {
+pub(crate) fn generate(meta: u8) -> Sno {
     // SAFETY: single-threaded backend (see BackendCell).
     let b = unsafe { &mut *BACKEND.0.get() };
     let now = clock_units();

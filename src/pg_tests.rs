@@ -281,4 +281,31 @@ mod tests {
         );
         assert!(matches!(issued, Ok(Some(n)) if n >= 100_000), "{issued:?}");
     }
+
+    #[pg_test]
+    fn a_full_unit_waits_for_the_next_one_and_is_counted() {
+        let before: i64 = one("SELECT full_unit_stalls FROM sno_generator");
+        // Called directly, without SQL around it, the generator outruns the pool of 65,536
+        // IDs per 4 ms unit, so it must wait for the next unit rather than wrap.
+        let mut ids = Vec::with_capacity(1_000_000);
+        let mut stalls = 0;
+        for _ in 0..20 {
+            for _ in 0..50_000 {
+                ids.push(crate::generate::generate(3));
+            }
+            stalls = one::<i64>("SELECT full_unit_stalls FROM sno_generator") - before;
+            if stalls > 0 {
+                break;
+            }
+        }
+        assert!(stalls > 0, "no full unit after {} IDs", ids.len());
+        assert!(
+            ids.windows(2).all(|w| w[0] < w[1]),
+            "not strictly increasing"
+        );
+        assert!(ids.iter().all(|id| id.meta() == 3));
+        let mine: i64 =
+            one("SELECT full_unit_stalls FROM sno_generator_backends WHERE pid = pg_backend_pid()");
+        assert!(mine >= stalls, "{mine} < {stalls}");
+    }
 }
