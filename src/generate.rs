@@ -26,6 +26,13 @@ use pgrx::{pg_sys, PgSqlErrorCode};
 
 finfo_v1!(pg_finfo_sno_generate, pg_finfo_sno_generate_default);
 
+/// How far past the high-water mark the durable horizon is written: 2 s (500 units).
+/// After a crash the server resumes past it, so a restart within 2 s flips the tick-tock bit.
+const HORIZON_AHEAD: u64 = 500;
+/// The horizon is renewed when the high-water mark comes within 1 s of it, so the state file
+/// is written (and flushed) about once a second while IDs are being made, never per ID.
+const HORIZON_MARGIN: u64 = 250;
+
 /// A clock reading outside the range of the format.
 const OUT_OF_RANGE: u64 = u64::MAX;
 
@@ -222,13 +229,17 @@ fn generate_slow(b: &mut Backend, meta: u8) -> Sno {
     loop {
         let mut now = OUT_OF_RANGE;
         let grant = shmem::with_timeline(s, |tl: &mut Timeline, leases| {
+            let st = s.state.load(Relaxed);
+            if st != shmem::STATE_READY {
+                return Err(SlowError::State(st));
+            }
             now = clock_units();
             if now == OUT_OF_RANGE {
-                return None;
+                return Err(SlowError::Clock);
             }
             // The lease may still serve: the first reading was a moment before this one.
             if b.local.has(now) {
-                return Some(Grant::Lease {
+                return Ok(Grant::Lease {
                     lease: b.local.lease,
                     flipped: false,
                 });
@@ -236,11 +247,28 @@ fn generate_slow(b: &mut Backend, meta: u8) -> Sno {
             let g = tl.lease(now, b.local.want(now));
             if matches!(g, Grant::Lease { .. }) {
                 *leases += 1;
+                // Durable before use: the state file must cover every ID handed out.
+                if let Some(p) = tl.due(HORIZON_AHEAD, HORIZON_MARGIN) {
+                    write_state(s, &p).map_err(SlowError::Write)?;
+                    tl.written(p);
+                }
             }
-            Some(g)
+            Ok(g)
         });
-        let Some(grant) = grant else {
-            raise_clock_out_of_range();
+        let grant = match grant {
+            Ok(g) => g,
+            Err(SlowError::Clock) => raise_clock_out_of_range(),
+            Err(SlowError::State(st)) => raise_state(s, st),
+            Err(SlowError::Write(e)) => UserError::new(
+                PgSqlErrorCode::ERRCODE_IO_ERROR,
+                format!(
+                    "could not write sno generator state file \"{}\": {e}",
+                    crate::state::FILE_NAME
+                ),
+            )
+            .detail("No ID is made beyond the time recorded in that file.".into())
+            .hint("Check the data directory's free space and permissions.")
+            .raise(),
         };
         match grant {
             Grant::Lease { lease, flipped } => {
@@ -296,6 +324,105 @@ fn generate_slow(b: &mut Backend, meta: u8) -> Sno {
                 );
             }
         }
+    }
+}
+
+/// Why the slow path could not lease.
+enum SlowError {
+    /// The clock is outside the range of the format.
+    Clock,
+    /// The durable state is missing or unusable (a `STATE_*` code).
+    State(u32),
+    /// The state file could not be written.
+    Write(std::io::Error),
+}
+
+/// Writes the durable state (in the data directory, the backend's working directory).
+fn write_state(s: &Shared, p: &crate::state::Persisted) -> std::io::Result<()> {
+    // SAFETY: plain read of a server global (PostgreSQL's fsync setting).
+    let fsync = unsafe { pg_sys::enableFsync };
+    crate::state::write(std::path::Path::new("."), s.system_identifier, p, fsync)
+}
+
+fn raise_state(s: &Shared, st: u32) -> ! {
+    if st == shmem::STATE_MISSING {
+        UserError::new(
+            PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+            format!("sno generator has no state file (\"{}\" in the data directory)", crate::state::FILE_NAME),
+        )
+        .detail("The file records the time up to which IDs may have been made, so that a restart with the clock set back cannot repeat them.".into())
+        .hint("Run SELECT sno_generator_initialize(); as a superuser (CREATE EXTENSION sno does this on a new cluster). If IDs were made on this cluster before, restore the file from a backup first.")
+        .raise()
+    } else {
+        UserError::new(
+            PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+            format!("cannot use the sno generator state file \"{}\": {}", crate::state::FILE_NAME, s.reason()),
+        )
+        .detail("Without it a restart with the clock set back could repeat IDs, so none are made.".into())
+        .hint("Restore the file from a backup of this cluster; or, if the system clock has not gone back since IDs were last made here, run SELECT sno_generator_initialize(force => true); as a superuser.")
+        .raise()
+    }
+}
+
+/// `sno_generator_initialize(force bool DEFAULT false) → bool`: creates the generator's state
+/// file when the cluster has none (true), does nothing when it has one (false). With `force`,
+/// replaces an unusable one: the caller vouches that the clock has not gone back since IDs
+/// were last made. Superusers only; a no-op when sno is not preloaded.
+#[pg_extern(volatile, parallel_unsafe)]
+fn sno_generator_initialize(force: pgrx::default!(bool, false)) -> bool {
+    // SAFETY: plain call.
+    if !unsafe { pg_sys::superuser() } {
+        UserError::new(
+            PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
+            "only superusers can initialize the sno generator".into(),
+        )
+        .raise();
+    }
+    let Some(s) = shmem::shared() else {
+        return false;
+    };
+    let outcome = shmem::with_timeline(s, |tl, _| {
+        let st = s.state.load(Relaxed);
+        if st == shmem::STATE_READY || (st == shmem::STATE_BROKEN && !force) {
+            return Ok(st);
+        }
+        let now = clock_units();
+        if now == OUT_OF_RANGE {
+            return Err(None::<std::io::Error>);
+        }
+        // Nothing is known of earlier IDs: the caller vouches for the clock, so IDs start
+        // after the current unit on tick 0.
+        let p = crate::state::Persisted {
+            horizon: now,
+            safe: -1,
+            drifts: 0,
+        };
+        write_state(s, &p).map_err(Some)?;
+        *tl = Timeline::restore(p);
+        s.state.store(shmem::STATE_READY, Relaxed);
+        Ok(st)
+    });
+    match outcome {
+        Ok(shmem::STATE_READY) => false,
+        Ok(shmem::STATE_BROKEN) if !force => raise_state(s, shmem::STATE_BROKEN),
+        Ok(previous) => {
+            if previous == shmem::STATE_BROKEN {
+                pgrx::warning!(
+                    "sno: replaced the unusable generator state file ({}); IDs now start from the current clock",
+                    s.reason()
+                );
+            }
+            true
+        }
+        Err(None) => raise_clock_out_of_range(),
+        Err(Some(e)) => UserError::new(
+            PgSqlErrorCode::ERRCODE_IO_ERROR,
+            format!(
+                "could not write sno generator state file \"{}\": {e}",
+                crate::state::FILE_NAME
+            ),
+        )
+        .raise(),
     }
 }
 
@@ -375,6 +502,8 @@ fn sno_generator_info() -> TableIterator<
         name!(clock_waits, i64),
         name!(clock_wait_failures, i64),
         name!(active_backends, i32),
+        name!(state, String),
+        name!(horizon, Option<TimestampWithTimeZone>),
     ),
 > {
     let s = shared_or_raise();
@@ -406,6 +535,16 @@ fn sno_generator_info() -> TableIterator<
         s.clock_waits.load(Relaxed) as i64,
         s.clock_wait_failures.load(Relaxed) as i64,
         active,
+        match s.state.load(Relaxed) {
+            shmem::STATE_READY => "ready".to_string(),
+            shmem::STATE_MISSING => "no state file".to_string(),
+            _ => format!("unusable state file: {}", s.reason()),
+        },
+        if s.state.load(Relaxed) == shmem::STATE_READY {
+            ts(tl.horizon)
+        } else {
+            None
+        },
     ))
 }
 

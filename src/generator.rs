@@ -40,6 +40,11 @@ pub struct Timeline {
     pub safe: i64,
     /// Clock regressions turned into a tick-tock flip. The current tick is `drifts & 1`.
     pub drifts: u64,
+    /// The durable horizon last written ([`crate::state`]): no ID of the current timeline is
+    /// beyond it.
+    pub horizon: u64,
+    /// `drifts` as last written.
+    pub written_drifts: u64,
 }
 
 /// An exclusive range `next..end` of sequence numbers of one unit on one timeline.
@@ -92,7 +97,43 @@ impl Timeline {
             next: 0,
             safe: -1,
             drifts: 0,
+            horizon: 0,
+            written_drifts: 0,
         }
+    }
+
+    /// The timeline after a restart or a crash, from its durable state: every unit up to the
+    /// horizon counts as used, so a clock behind it is a regression like any other.
+    pub const fn restore(p: Persisted) -> Timeline {
+        Timeline {
+            hi: p.horizon,
+            next: POOL,
+            safe: p.safe,
+            drifts: p.drifts,
+            horizon: p.horizon,
+            written_drifts: p.drifts,
+        }
+    }
+
+    /// What must be written durably before the lease just granted may be used: a horizon
+    /// `ahead` units past the high-water mark once it comes within `margin` units of the
+    /// written one, or the new tick-tock state after a flip. `None`: nothing to write.
+    pub fn due(&self, ahead: u64, margin: u64) -> Option<Persisted> {
+        if self.drifts != self.written_drifts || self.hi.saturating_add(margin) > self.horizon {
+            Some(Persisted {
+                horizon: self.hi.saturating_add(ahead).min(crate::layout::MAX_UNITS),
+                safe: self.safe,
+                drifts: self.drifts,
+            })
+        } else {
+            None
+        }
+    }
+
+    /// Records that `p` is now on disk.
+    pub fn written(&mut self, p: Persisted) {
+        self.horizon = p.horizon;
+        self.written_drifts = p.drifts;
     }
 
     /// The current tick-tock bit.
@@ -142,6 +183,8 @@ impl Timeline {
         }
     }
 }
+
+pub use crate::state::Persisted;
 
 /// One backend's generator state: its current lease and the size of its next one.
 #[derive(Clone, Copy, Debug, Default)]
@@ -217,13 +260,30 @@ mod tests {
     /// Takes one ID for a backend, spending its lease or asking the timeline, and moving the
     /// fake clock forward when told to wait (what the real generator does by sleeping).
     fn take(local: &mut Local, tl: &mut Timeline, clock: &mut u64) -> ((u64, u8, u16), u32) {
+        take_durably(local, tl, clock, &mut None)
+    }
+
+    /// [`take`], writing the durable state to `disk` when due, before using a lease (as the
+    /// real generator does, under the lock).
+    fn take_durably(
+        local: &mut Local,
+        tl: &mut Timeline,
+        clock: &mut u64,
+        disk: &mut Option<Persisted>,
+    ) -> ((u64, u8, u16), u32) {
         let mut waits = 0;
         loop {
             if let Some(id) = local.next(*clock) {
                 return (id, waits);
             }
             match tl.lease(*clock, local.want(*clock)) {
-                Grant::Lease { lease, .. } => local.install(lease),
+                Grant::Lease { lease, .. } => {
+                    if let Some(p) = tl.due(AHEAD, MARGIN) {
+                        *disk = Some(p);
+                        tl.written(p);
+                    }
+                    local.install(lease)
+                }
                 Grant::FullUnit { until } | Grant::ClockBehind { until } => {
                     assert!(until > *clock, "wait target {until} not after {clock}");
                     *clock = until;
@@ -345,6 +405,50 @@ mod tests {
         assert_eq!(l.want(9), MAX_BLOCK);
     }
 
+    /// Horizon kept by the tests: 10 units ahead, renewed within 5 (the real ones are seconds).
+    const AHEAD: u64 = 10;
+    const MARGIN: u64 = 5;
+
+    #[test]
+    fn restart_resumes_past_the_horizon_or_flips() {
+        let mut disk = None;
+        let (mut tl, mut l, mut clock) = (Timeline::new(), Local::default(), 1000);
+        take_durably(&mut l, &mut tl, &mut clock, &mut disk);
+        assert_eq!(
+            disk,
+            Some(Persisted {
+                horizon: 1000 + AHEAD,
+                safe: -1,
+                drifts: 0
+            })
+        );
+        // Crash, clock a little behind the horizon: a regression, so a flip without waiting.
+        let mut tl = Timeline::restore(disk.unwrap());
+        let mut l = Local::default();
+        clock = 1003;
+        let (id, waits) = take_durably(&mut l, &mut tl, &mut clock, &mut disk);
+        assert_eq!((id, waits), ((1003, 1, 0), 0));
+        // The flip was written before the ID was handed out.
+        assert_eq!(
+            disk,
+            Some(Persisted {
+                horizon: 1003 + AHEAD,
+                safe: 1010,
+                drifts: 1
+            })
+        );
+        // Crash again, clock set back further: behind both timelines, so it must wait (the
+        // real generator fails after sno.max_clock_wait).
+        let mut tl = Timeline::restore(disk.unwrap());
+        assert_eq!(tl.lease(3, 16), Grant::ClockBehind { until: 1011 });
+        // With the clock past the horizon, nothing is in the way.
+        let mut tl = Timeline::restore(disk.unwrap());
+        assert!(matches!(
+            tl.lease(2000, 16),
+            Grant::Lease { flipped: false, .. }
+        ));
+    }
+
     #[test]
     fn derived_partitions_spread() {
         // System identifiers of clusters made a second apart differ in their top bits only.
@@ -367,6 +471,9 @@ mod tests {
         Back(u64),
         /// A backend exits and a new one takes its place (its unused lease is lost).
         Replace(usize),
+        /// The server crashes (or restarts) and comes back from its durable state; every
+        /// backend is new.
+        Crash,
     }
 
     fn step() -> impl Strategy<Value = Step> {
@@ -375,6 +482,7 @@ mod tests {
             4 => (0u64..3).prop_map(Step::Forward),
             1 => (1u64..40).prop_map(Step::Back),
             1 => (0usize..6).prop_map(Step::Replace),
+            1 => Just(Step::Crash),
         ]
     }
 
@@ -387,6 +495,7 @@ mod tests {
             let mut locals = [Local::default(); 6];
             let mut clock: u64 = 10_000;
             let mut seen = HashSet::new();
+            let mut disk: Option<Persisted> = None;
             // Per backend and (unit, tick): the last sequence number, to check order.
             let mut last: HashMap<(usize, u64, u8), u16> = HashMap::new();
             for s in steps {
@@ -394,9 +503,14 @@ mod tests {
                     Step::Forward(d) => clock += d,
                     Step::Back(d) => clock -= d,
                     Step::Replace(b) => locals[b] = Local::default(),
+                    Step::Crash => {
+                        tl = disk.map(Timeline::restore).unwrap_or_default();
+                        locals = [Local::default(); 6];
+                        last.clear();
+                    }
                     Step::Gen(b) => {
                         let drifts = tl.drifts;
-                        let (id, _) = take(&mut locals[b], &mut tl, &mut clock);
+                        let (id, _) = take_durably(&mut locals[b], &mut tl, &mut clock, &mut disk);
                         prop_assert!(seen.insert(id), "repeated {:?}", id);
                         // Every ID carries the clock's unit at the moment it is made.
                         prop_assert_eq!(id.0, clock);

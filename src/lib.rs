@@ -1,13 +1,14 @@
 //! sno: a native 10-byte, time-sortable unique ID type for PostgreSQL, in the format of the Go
 //! library muyo/sno.
 //!
-//! Pure logic (no PostgreSQL): [`layout`], [`encoding`], [`time`], [`generator`].
+//! Pure logic (no PostgreSQL): [`layout`], [`encoding`], [`time`], [`generator`], [`state`].
 //! PostgreSQL glue: [`fmgr`] (calling convention, errors), [`io`], [`ops`], [`parts`],
 //! [`gucs`], [`shmem`], [`generate`]; hand-written SQL in `sql/`.
 
 pub mod encoding;
 pub mod generator;
 pub mod layout;
+pub mod state;
 pub mod time;
 
 pub mod fmgr;
@@ -40,11 +41,16 @@ GRANT EXECUTE ON FUNCTION sno_generator_backends() TO pg_monitor;
 CREATE VIEW sno_generator_backends AS SELECT * FROM sno_generator_backends();
 COMMENT ON VIEW sno_generator_backends IS 'sno generator usage per backend (superusers and pg_monitor)';
 GRANT SELECT ON sno_generator_backends TO pg_monitor;
+REVOKE ALL ON FUNCTION sno_generator_initialize(bool) FROM PUBLIC;
+-- A new cluster gets its generator state file here (a no-op when it has one, or when sno is
+-- not preloaded).
+SELECT sno_generator_initialize();
 "#,
     name = "sno_generator_views",
     requires = [
         generate::sno_generator_info,
-        generate::sno_generator_backends
+        generate::sno_generator_backends,
+        generate::sno_generator_initialize
     ]
 );
 

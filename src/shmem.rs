@@ -9,6 +9,7 @@
 //! stores (plain moves on x86-64), and read by the monitoring functions.
 
 use crate::generator::{partition_from_system_identifier, Timeline};
+use crate::state;
 use core::cell::UnsafeCell;
 use core::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU32, AtomicU64, Ordering};
 use pgrx::pg_sys;
@@ -39,6 +40,27 @@ pub struct Shared {
     pub retired_ids: AtomicU64,
     /// Number of slots after the header.
     pub nslots: u32,
+    /// Whether the durable state is usable: [`STATE_READY`], [`STATE_MISSING`] or
+    /// [`STATE_BROKEN`]. Changed only under `lock`.
+    pub state: AtomicU32,
+    /// Why the state file could not be used (UTF-8, `reason_len` bytes), set at start-up.
+    pub reason: [u8; 200],
+    /// Length of `reason`.
+    pub reason_len: u32,
+}
+
+/// The durable state was read (or created): IDs may be made.
+pub const STATE_READY: u32 = 0;
+/// There is no state file: a new cluster, or a lost file.
+pub const STATE_MISSING: u32 = 1;
+/// The state file exists but cannot be used.
+pub const STATE_BROKEN: u32 = 2;
+
+impl Shared {
+    /// Why the state file could not be used.
+    pub fn reason(&self) -> &str {
+        core::str::from_utf8(&self.reason[..self.reason_len as usize]).unwrap_or("")
+    }
 }
 
 /// One backend's statistics.
@@ -191,6 +213,40 @@ unsafe extern "C-unwind" fn on_request() {
     request();
 }
 
+/// Resumes the timeline from the state file in the data directory (the postmaster's working
+/// directory), or records why it cannot.
+fn restore_state(s: &mut Shared) {
+    match state::read(std::path::Path::new("."), s.system_identifier) {
+        Ok(Some(p)) => {
+            *s.timeline.get_mut() = Timeline::restore(p);
+            s.state.store(STATE_READY, Ordering::Relaxed);
+            pgrx::log!(
+                "sno: generator state restored: IDs resume after unit {} (tick-tock bit {})",
+                p.horizon,
+                p.drifts & 1
+            );
+        }
+        Ok(None) => {
+            s.state.store(STATE_MISSING, Ordering::Relaxed);
+            pgrx::log!(
+                "sno: no generator state file ({}); CREATE EXTENSION sno or sno_generator_initialize() creates it",
+                state::FILE_NAME
+            );
+        }
+        Err(e) => {
+            let why = e.to_string();
+            let n = why.len().min(s.reason.len());
+            s.reason[..n].copy_from_slice(&why.as_bytes()[..n]);
+            s.reason_len = n as u32;
+            s.state.store(STATE_BROKEN, Ordering::Relaxed);
+            pgrx::warning!(
+                "sno: cannot use the generator state file {}: {why}; sno_generate refuses to make IDs until it is restored or sno_generator_initialize(force => true) is run",
+                state::FILE_NAME
+            );
+        }
+    }
+}
+
 #[pg_guard]
 unsafe extern "C-unwind" fn on_startup() {
     if let Some(prev) = PREV_STARTUP {
@@ -216,7 +272,11 @@ unsafe extern "C-unwind" fn on_startup() {
             clock_wait_failures: AtomicU64::new(0),
             retired_ids: AtomicU64::new(0),
             nslots: slot_count() as u32,
+            state: AtomicU32::new(STATE_MISSING),
+            reason: [0; 200],
+            reason_len: 0,
         });
+        restore_state(&mut *p);
         let s = &*p;
         let configured = crate::gucs::PARTITION.get();
         if configured >= 0 {
