@@ -165,7 +165,10 @@ pub fn effective_partition(s: &Shared) -> (u16, &'static str) {
     if configured >= 0 {
         (configured as u16, "sno.partition")
     } else {
-        (s.derived_partition, "system identifier")
+        (
+            s.derived_partition.load(Relaxed) as u16,
+            "system identifier",
+        )
     }
 }
 
@@ -341,7 +344,13 @@ enum SlowError {
 fn write_state(s: &Shared, p: &crate::state::Persisted) -> std::io::Result<()> {
     // SAFETY: plain read of a server global (PostgreSQL's fsync setting).
     let fsync = unsafe { pg_sys::enableFsync };
-    crate::state::write(std::path::Path::new("."), s.system_identifier, p, fsync)
+    crate::state::write(
+        std::path::Path::new("."),
+        s.system_identifier,
+        s.instance.load(Relaxed),
+        p,
+        fsync,
+    )
 }
 
 fn raise_state(s: &Shared, st: u32) -> ! {
@@ -397,6 +406,7 @@ fn sno_generator_initialize(force: pgrx::default!(bool, false)) -> bool {
             safe: -1,
             drifts: 0,
         };
+        shmem::set_instance(s, shmem::new_instance(s.system_identifier, None));
         write_state(s, &p).map_err(Some)?;
         *tl = Timeline::restore(p);
         s.state.store(shmem::STATE_READY, Relaxed);

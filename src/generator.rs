@@ -240,15 +240,24 @@ impl Local {
 }
 
 /// The partition of a server whose `sno.partition` is not set: 16 bits of a mix of the
-/// cluster's system identifier (made by `initdb` from the time and a process ID), so that
-/// independently created clusters differ with high probability (two in 65,536 collide).
-/// splitmix64's finalizer spreads every input bit over the result.
+/// cluster's system identifier (made by `initdb` from the time and a process ID) and the
+/// state file's random instance number (new for every copy of a data directory), so that
+/// independently created clusters, and copies of one, differ with high probability.
+pub const fn derived_partition(sysid: u64, instance: u64) -> u16 {
+    partition_from_system_identifier(sysid ^ mix(instance))
+}
+
+/// 16 bits of a mix of a system identifier. splitmix64's finalizer spreads every input bit
+/// over the result.
 pub const fn partition_from_system_identifier(sysid: u64) -> u16 {
-    let mut z = sysid.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    (mix(sysid) >> 48) as u16
+}
+
+const fn mix(x: u64) -> u64 {
+    let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^= z >> 31;
-    (z >> 48) as u16
+    z ^ (z >> 31)
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@
 //! (indexed by backend number). A slot is written only by its backend, with relaxed atomic
 //! stores (plain moves on x86-64), and read by the monitoring functions.
 
-use crate::generator::{partition_from_system_identifier, Timeline};
+use crate::generator::{derived_partition, Timeline};
 use crate::state;
 use core::cell::UnsafeCell;
 use core::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU32, AtomicU64, Ordering};
@@ -28,8 +28,11 @@ pub struct Shared {
     pub leases: UnsafeCell<u64>,
     /// The cluster's system identifier, read at start-up.
     pub system_identifier: u64,
-    /// The partition derived from it (used when `sno.partition` is -1).
-    pub derived_partition: u16,
+    /// The state file's random instance number; changed only under `lock`.
+    pub instance: AtomicU64,
+    /// The partition derived from the system identifier and the instance number (used when
+    /// `sno.partition` is -1).
+    pub derived_partition: AtomicU32,
     /// Waits because every sequence number of a unit was taken.
     pub full_unit_stalls: AtomicU64,
     /// Waits because the clock went back into used time a second time.
@@ -213,12 +216,80 @@ unsafe extern "C-unwind" fn on_request() {
     request();
 }
 
+/// Sets the instance number and the partition derived from it.
+pub fn set_instance(s: &Shared, instance: u64) {
+    s.instance.store(instance, Ordering::Relaxed);
+    s.derived_partition.store(
+        derived_partition(s.system_identifier, instance) as u32,
+        Ordering::Relaxed,
+    );
+}
+
+/// A new random instance number whose derived partition differs from `avoid`'s.
+pub fn new_instance(sysid: u64, avoid: Option<u64>) -> u64 {
+    loop {
+        let mut b = [0u8; 8];
+        // SAFETY: valid buffer; getrandom(2) blocks only before the kernel's pool is seeded.
+        let n = unsafe { libc::getrandom(b.as_mut_ptr().cast(), 8, 0) };
+        let candidate = if n == 8 {
+            u64::from_ne_bytes(b)
+        } else {
+            // No getrandom: the time and process ID still differ between copies.
+            let t = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos() as u64)
+                .unwrap_or(0);
+            t ^ ((std::process::id() as u64) << 40)
+        };
+        match avoid {
+            Some(old) if derived_partition(sysid, old) == derived_partition(sysid, candidate) => {
+                continue
+            }
+            _ => return candidate,
+        }
+    }
+}
+
+fn set_reason(s: &mut Shared, why: &str) {
+    let n = why.len().min(s.reason.len());
+    s.reason[..n].copy_from_slice(&why.as_bytes()[..n]);
+    s.reason_len = n as u32;
+    s.state.store(STATE_BROKEN, Ordering::Relaxed);
+}
+
 /// Resumes the timeline from the state file in the data directory (the postmaster's working
-/// directory), or records why it cannot.
+/// directory), or records why it cannot. A data directory restored from a base backup (it
+/// has a `backup_label`: a clone, or a standby's first start) takes a new instance number, so
+/// that its derived partition differs from its original's.
 fn restore_state(s: &mut Shared) {
-    match state::read(std::path::Path::new("."), s.system_identifier) {
-        Ok(Some(p)) => {
+    let dir = std::path::Path::new(".");
+    let copied = dir.join("backup_label").exists();
+    match state::read(dir, s.system_identifier) {
+        Ok(Some((instance, p))) => {
             *s.timeline.get_mut() = Timeline::restore(p);
+            set_instance(s, instance);
+            if copied {
+                let fresh = new_instance(s.system_identifier, Some(instance));
+                // SAFETY: plain read of a server global.
+                let fsync = unsafe { pg_sys::enableFsync };
+                if let Err(e) = state::write(dir, s.system_identifier, fresh, &p, fsync) {
+                    set_reason(s, &format!("could not write it: {e}"));
+                    return;
+                }
+                let before = s.derived_partition.load(Ordering::Relaxed);
+                set_instance(s, fresh);
+                let configured = crate::gucs::PARTITION.get();
+                if configured >= 0 {
+                    pgrx::warning!(
+                        "sno: this data directory is a copy made by a base backup, and uses sno.partition = {configured} from its configuration: if the server it was copied from still makes IDs, give one of them another sno.partition"
+                    );
+                } else {
+                    pgrx::warning!(
+                        "sno: this data directory is a copy made by a base backup: its derived partition is now {} (the original's is {before}), so their IDs cannot collide",
+                        s.derived_partition.load(Ordering::Relaxed)
+                    );
+                }
+            }
             s.state.store(STATE_READY, Ordering::Relaxed);
             pgrx::log!(
                 "sno: generator state restored: IDs resume after unit {} (tick-tock bit {})",
@@ -234,13 +305,9 @@ fn restore_state(s: &mut Shared) {
             );
         }
         Err(e) => {
-            let why = e.to_string();
-            let n = why.len().min(s.reason.len());
-            s.reason[..n].copy_from_slice(&why.as_bytes()[..n]);
-            s.reason_len = n as u32;
-            s.state.store(STATE_BROKEN, Ordering::Relaxed);
+            set_reason(s, &e.to_string());
             pgrx::warning!(
-                "sno: cannot use the generator state file {}: {why}; sno_generate refuses to make IDs until it is restored or sno_generator_initialize(force => true) is run",
+                "sno: cannot use the generator state file {}: {e}; sno_generate refuses to make IDs until it is restored or sno_generator_initialize(force => true) is run",
                 state::FILE_NAME
             );
         }
@@ -266,7 +333,8 @@ unsafe extern "C-unwind" fn on_startup() {
             timeline: UnsafeCell::new(Timeline::new()),
             leases: UnsafeCell::new(0),
             system_identifier: sysid,
-            derived_partition: partition_from_system_identifier(sysid),
+            instance: AtomicU64::new(0),
+            derived_partition: AtomicU32::new(derived_partition(sysid, 0) as u32),
             full_unit_stalls: AtomicU64::new(0),
             clock_waits: AtomicU64::new(0),
             clock_wait_failures: AtomicU64::new(0),
@@ -283,9 +351,10 @@ unsafe extern "C-unwind" fn on_startup() {
             pgrx::log!("sno: generator ready, partition {configured} (sno.partition)");
         } else {
             pgrx::log!(
-                "sno: generator ready, partition {} (derived from system identifier {}; set sno.partition to choose)",
-                s.derived_partition,
-                s.system_identifier
+                "sno: generator ready, partition {} (derived from system identifier {} and state instance {}; set sno.partition to choose)",
+                s.derived_partition.load(Ordering::Relaxed),
+                s.system_identifier,
+                s.instance.load(Ordering::Relaxed)
             );
         }
     }

@@ -14,11 +14,17 @@
 //! ```text
 //! sno generator state 1
 //! system_identifier=7310000000000000000
+//! instance=12157665459056928801
 //! horizon=531234567
 //! safe=-1
 //! drifts=0
 //! crc32=1c291ca3
 //! ```
+//!
+//! `instance` is a random number drawn when the file is created, and again when the data
+//! directory turns out to be a copy (a base backup): the partition derived for a server whose
+//! `sno.partition` is not set comes from the system identifier *and* this number, so a standby
+//! or a clone made with pg_basebackup does not inherit its original's partition.
 //!
 //! `crc32` is the CRC-32 (IEEE) of every byte before that line. Anything else — a missing
 //! line, an unknown version, a bad checksum — is [`StateError::Corrupt`].
@@ -66,16 +72,16 @@ impl core::fmt::Display for StateError {
 }
 
 /// The file's contents for a state of the cluster `system_identifier`.
-pub fn encode(system_identifier: u64, p: &Persisted) -> String {
+pub fn encode(system_identifier: u64, instance: u64, p: &Persisted) -> String {
     let body = format!(
-        "{HEADER}\nsystem_identifier={system_identifier}\nhorizon={}\nsafe={}\ndrifts={}\n",
+        "{HEADER}\nsystem_identifier={system_identifier}\ninstance={instance}\nhorizon={}\nsafe={}\ndrifts={}\n",
         p.horizon, p.safe, p.drifts
     );
     format!("{body}crc32={:08x}\n", crc32(body.as_bytes()))
 }
 
-/// Reads a state file of the cluster `system_identifier`.
-pub fn decode(system_identifier: u64, text: &[u8]) -> Result<Persisted, StateError> {
+/// Reads a state file of the cluster `system_identifier`: its instance number and state.
+pub fn decode(system_identifier: u64, text: &[u8]) -> Result<(u64, Persisted), StateError> {
     let corrupt = |why: &str| StateError::Corrupt(why.to_string());
     let text = core::str::from_utf8(text).map_err(|_| corrupt("not UTF-8"))?;
     let crc_at = text.rfind("crc32=").ok_or_else(|| corrupt("no checksum"))?;
@@ -99,6 +105,9 @@ pub fn decode(system_identifier: u64, text: &[u8]) -> Result<Persisted, StateErr
     let sysid: u64 = field("system_identifier")?
         .parse()
         .map_err(|_| corrupt("bad system_identifier"))?;
+    let instance: u64 = field("instance")?
+        .parse()
+        .map_err(|_| corrupt("bad instance"))?;
     let horizon: u64 = field("horizon")?
         .parse()
         .map_err(|_| corrupt("bad horizon"))?;
@@ -115,18 +124,21 @@ pub fn decode(system_identifier: u64, text: &[u8]) -> Result<Persisted, StateErr
     if horizon > crate::layout::MAX_UNITS || safe > crate::layout::MAX_UNITS as i64 || safe < -1 {
         return Err(corrupt("value out of range"));
     }
-    Ok(Persisted {
-        horizon,
-        safe,
-        drifts,
-    })
+    Ok((
+        instance,
+        Persisted {
+            horizon,
+            safe,
+            drifts,
+        },
+    ))
 }
 
 /// Reads the state file in `dir`: `Ok(None)` when there is none.
 pub fn read(
     dir: &std::path::Path,
     system_identifier: u64,
-) -> Result<Option<Persisted>, StateError> {
+) -> Result<Option<(u64, Persisted)>, StateError> {
     match std::fs::read(dir.join(FILE_NAME)) {
         Ok(bytes) => decode(system_identifier, &bytes).map(Some),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
@@ -140,6 +152,7 @@ pub fn read(
 pub fn write(
     dir: &std::path::Path,
     system_identifier: u64,
+    instance: u64,
     p: &Persisted,
     fsync: bool,
 ) -> std::io::Result<()> {
@@ -147,7 +160,7 @@ pub fn write(
     let tmp = dir.join(format!("{FILE_NAME}.tmp"));
     {
         let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(encode(system_identifier, p).as_bytes())?;
+        f.write_all(encode(system_identifier, instance, p).as_bytes())?;
         if fsync {
             f.sync_all()?;
         }
@@ -193,8 +206,8 @@ mod tests {
             safe: -1,
             drifts: 3,
         };
-        let text = encode(42, &p);
-        assert_eq!(decode(42, text.as_bytes()), Ok(p));
+        let text = encode(42, 5, &p);
+        assert_eq!(decode(42, text.as_bytes()), Ok((5, p)));
         assert_eq!(
             decode(43, text.as_bytes()),
             Err(StateError::OtherCluster(42))
@@ -206,6 +219,7 @@ mod tests {
         assert!(matches!(decode(1, b""), Err(StateError::Corrupt(_))));
         let text = encode(
             1,
+            3,
             &Persisted {
                 horizon: 5,
                 safe: 2,
@@ -235,10 +249,10 @@ mod tests {
             safe: 10,
             drifts: 1,
         };
-        write(&dir, 9, &a, true).unwrap();
-        assert_eq!(read(&dir, 9), Ok(Some(a)));
-        write(&dir, 9, &b, false).unwrap();
-        assert_eq!(read(&dir, 9), Ok(Some(b)));
+        write(&dir, 9, 1, &a, true).unwrap();
+        assert_eq!(read(&dir, 9), Ok(Some((1, a))));
+        write(&dir, 9, 2, &b, false).unwrap();
+        assert_eq!(read(&dir, 9), Ok(Some((2, b))));
         assert!(!dir.join(format!("{FILE_NAME}.tmp")).exists());
         std::fs::write(dir.join(FILE_NAME), b"garbage").unwrap();
         assert!(matches!(read(&dir, 9), Err(StateError::Corrupt(_))));
@@ -247,8 +261,8 @@ mod tests {
 
     proptest! {
         #[test]
-        fn any_single_byte_change_is_detected(h in 0u64..(1 << 39), s in -1i64..(1 << 39), d: u64, at: usize, x in 1u8..=255) {
-            let text = encode(7, &Persisted { horizon: h, safe: s, drifts: d });
+        fn any_single_byte_change_is_detected(h in 0u64..(1 << 39), s in -1i64..(1 << 39), d: u64, i: u64, at: usize, x in 1u8..=255) {
+            let text = encode(7, i, &Persisted { horizon: h, safe: s, drifts: d });
             let mut bytes = text.into_bytes();
             let i = at % bytes.len();
             bytes[i] ^= x;

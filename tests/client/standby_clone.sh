@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# Standbys, failover and clones, with real servers:
+#  1. A streaming standby made with pg_basebackup -R refuses sno_generate (SQLSTATE 25006)
+#     and has its own derived partition.
+#  2. It is promoted while its clock (libfaketime) is 5 s behind the primary's; the old
+#     primary goes on making IDs too (split brain). All IDs of both meet in one primary key:
+#     zero conflicts.
+#  3. A clone made with pg_basebackup and run on its own gets its own derived partition (with
+#     a WARNING in its log); its IDs and the original's meet in one primary key: zero conflicts.
+#
+# Usage: standby_clone.sh SOCKET_DIR PORT BINDIR  (only BINDIR is used: own clusters)
+set -euo pipefail
+bindir="$3"
+base=$((${2} + 400))
+lib=/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1
+work="$(mktemp -d /tmp/sno-work/standby.XXXXXX)"
+chown postgres: "$work"
+fail=0
+check() { # check DESCRIPTION GOT WANT
+    if [[ "$2" == "$3" ]]; then echo "ok: $1"; else echo "FAIL: $1: got '$2', want '$3'"; fail=1; fi
+}
+# start NAME PORT [FAKETIME-OFFSET]
+start() {
+    echo "${3:-+0}" >"$work/$1.faketime"
+    chmod a+r "$work/$1.faketime"
+    sudo -u postgres env LD_PRELOAD="$lib" FAKETIME_TIMESTAMP_FILE="$work/$1.faketime" FAKETIME_NO_CACHE=1 \
+        FAKETIME_DONT_FAKE_MONOTONIC=1 DONT_FAKE_MONOTONIC=1 \
+        "$bindir/pg_ctl" -D "$work/$1" -l "$work/$1.log" -w \
+        -o "-p $2 -k $work -c listen_addresses='' -c shared_preload_libraries=sno" start >/dev/null ||
+        { tail -20 "$work/$1.log"; return 1; }
+}
+stop_all() {
+    for d in primary standby clone; do
+        [[ -d "$work/$d" ]] && sudo -u postgres "$bindir/pg_ctl" -D "$work/$d" -m immediate -w stop >/dev/null 2>&1
+    done
+    rm -rf "$work"
+}
+trap stop_all EXIT
+q() { # q PORT SQL...: one value
+    local port="$1"
+    shift
+    "$bindir/psql" -X -q -At -v ON_ERROR_STOP=1 -h "$work" -p "$port" -U postgres -d postgres "$@"
+}
+P=$base S=$((base + 1)) C=$((base + 2))
+
+sudo -u postgres "$bindir/initdb" -D "$work/primary" -A trust -U postgres --no-sync >/dev/null
+echo "local replication all trust" >>"$work/primary/pg_hba.conf"
+start primary "$P"
+q "$P" -c "CREATE EXTENSION sno" -c "CREATE TABLE ids (id sno PRIMARY KEY, origin text NOT NULL)"
+q "$P" -c "INSERT INTO ids SELECT sno_generate(1), 'primary' FROM generate_series(1, 10000)"
+
+# --- a streaming standby ------------------------------------------------------------------
+sudo -u postgres "$bindir/pg_basebackup" -h "$work" -p "$P" -U postgres -D "$work/standby" -R -X stream -c fast
+start standby "$S" "-5s"
+for _ in $(seq 100); do [[ "$(q "$S" -c "SELECT pg_is_in_recovery()")" == t ]] && break; sleep 0.1; done
+out="$("$bindir/psql" -X -h "$work" -p "$S" -U postgres -d postgres -c "SELECT sno_generate(1)" 2>&1 || true)"
+check "standby: sno_generate refuses during recovery" "$(grep -c 'cannot generate sno IDs during recovery' <<<"$out")" "1"
+pp="$(q "$P" -c "SELECT sno_current_partition()")"
+sp="$(q "$S" -c "SELECT sno_current_partition()")"
+[[ "$pp" != "$sp" ]] && echo "ok: standby has its own derived partition ($sp, primary $pp)" ||
+    { echo "FAIL: standby shares the primary's partition $pp"; fail=1; }
+grep -q "sno: this data directory is a copy made by a base backup" "$work/standby.log" ||
+    { echo "FAIL: no base-backup WARNING in the standby's log"; fail=1; }
+
+# More IDs on the primary, replicated; then promote the standby (clock 5 s behind).
+q "$P" -c "INSERT INTO ids SELECT sno_generate(1), 'primary' FROM generate_series(1, 10000)"
+lsn="$(q "$P" -c "SELECT pg_current_wal_lsn()")"
+for _ in $(seq 100); do
+    [[ "$(q "$S" -c "SELECT pg_last_wal_replay_lsn() >= '$lsn'")" == t ]] && break
+    sleep 0.1
+done
+sudo -u postgres "$bindir/pg_ctl" -D "$work/standby" -w promote >/dev/null
+check "promoted standby holds the primary's 20000 IDs" "$(q "$S" -c "SELECT count(*) FROM ids")" "20000"
+q "$S" -c "INSERT INTO ids SELECT sno_generate(1), 'promoted' FROM generate_series(1, 20000)"
+# The old primary goes on as well (split brain); bring its new IDs over.
+q "$P" -c "INSERT INTO ids SELECT sno_generate(1), 'old primary' FROM generate_series(1, 20000)"
+q "$P" -c "COPY (SELECT id, origin FROM ids WHERE origin = 'old primary') TO STDOUT" |
+    q "$S" -c "COPY ids FROM STDIN"
+check "after failover: 60000 IDs from both servers in one primary key" \
+    "$(q "$S" -c "SELECT count(*), count(DISTINCT id) FROM ids")" "60000|60000"
+check "the promoted server's clock was behind the old primary's" \
+    "$(q "$S" -c "SELECT min(sno_time(id)) FILTER (WHERE origin = 'promoted') < max(sno_time(id)) FILTER (WHERE origin = 'old primary') FROM ids")" "t"
+
+# --- a clone run on its own -----------------------------------------------------------------
+sudo -u postgres "$bindir/pg_basebackup" -h "$work" -p "$P" -U postgres -D "$work/clone" -X stream -c fast
+start clone "$C"
+cp="$(q "$C" -c "SELECT sno_current_partition()")"
+[[ "$cp" != "$pp" ]] && echo "ok: clone has its own derived partition ($cp, original $pp)" ||
+    { echo "FAIL: clone shares the original's partition $pp"; fail=1; }
+grep -q "sno: this data directory is a copy made by a base backup" "$work/clone.log" ||
+    { echo "FAIL: no base-backup WARNING in the clone's log"; fail=1; }
+q "$C" -c "INSERT INTO ids SELECT sno_generate(1), 'clone' FROM generate_series(1, 20000)"
+q "$P" -c "INSERT INTO ids SELECT sno_generate(1), 'original' FROM generate_series(1, 20000)"
+q "$C" -c "COPY (SELECT id, origin FROM ids WHERE origin = 'clone') TO STDOUT" |
+    q "$P" -c "COPY ids FROM STDIN"
+check "clone and original: every ID distinct in one primary key" \
+    "$(q "$P" -c "SELECT count(*), count(DISTINCT id) FROM ids")" "80000|80000"
+exit $fail
