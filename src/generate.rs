@@ -236,6 +236,10 @@ fn generate_slow(b: &mut Backend, meta: u8) -> Sno {
             if st != shmem::STATE_READY {
                 return Err(SlowError::State(st));
             }
+            let inherited = s.inherited.load(Relaxed);
+            if inherited >= 0 && effective_partition(s).0 as i32 == inherited {
+                return Err(SlowError::Inherited(inherited));
+            }
             now = clock_units();
             if now == OUT_OF_RANGE {
                 return Err(SlowError::Clock);
@@ -262,6 +266,13 @@ fn generate_slow(b: &mut Backend, meta: u8) -> Sno {
             Ok(g) => g,
             Err(SlowError::Clock) => raise_clock_out_of_range(),
             Err(SlowError::State(st)) => raise_state(s, st),
+            Err(SlowError::Inherited(p)) => UserError::new(
+                PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+                format!("this server is a copy of one that makes IDs with partition {p}"),
+            )
+            .detail("It was made by a base backup with sno.partition in its configuration; both servers making IDs with one partition could repeat IDs.".into())
+            .hint("Give this server its own sno.partition in postgresql.conf (or with ALTER SYSTEM) and reload. If the original will never make IDs again, SELECT sno_generator_initialize(force => true); accepts its partition here.")
+            .raise(),
             Err(SlowError::Write(e)) => UserError::new(
                 PgSqlErrorCode::ERRCODE_IO_ERROR,
                 format!(
@@ -338,16 +349,22 @@ enum SlowError {
     State(u32),
     /// The state file could not be written.
     Write(std::io::Error),
+    /// The effective partition is the one a copy inherited from its original.
+    Inherited(i32),
 }
 
 /// Writes the durable state (in the data directory, the backend's working directory).
 fn write_state(s: &Shared, p: &crate::state::Persisted) -> std::io::Result<()> {
     // SAFETY: plain read of a server global (PostgreSQL's fsync setting).
     let fsync = unsafe { pg_sys::enableFsync };
+    let id = crate::state::Identity {
+        instance: s.instance.load(Relaxed),
+        inherited: s.inherited.load(Relaxed),
+    };
     crate::state::write(
         std::path::Path::new("."),
         s.system_identifier,
-        s.instance.load(Relaxed),
+        &id,
         p,
         fsync,
     )
@@ -392,6 +409,22 @@ fn sno_generator_initialize(force: pgrx::default!(bool, false)) -> bool {
     };
     let outcome = shmem::with_timeline(s, |tl, _| {
         let st = s.state.load(Relaxed);
+        if st == shmem::STATE_READY && force && s.inherited.load(Relaxed) >= 0 {
+            // The administrator accepts the partition inherited from the original.
+            let p = tl.due(0, 0).unwrap_or(crate::state::Persisted {
+                horizon: tl.horizon,
+                safe: tl.safe,
+                drifts: tl.drifts,
+            });
+            let p = crate::state::Persisted {
+                horizon: p.horizon.max(tl.horizon),
+                ..p
+            };
+            s.inherited.store(-1, Relaxed);
+            write_state(s, &p).map_err(Some)?;
+            tl.written(p);
+            return Ok(shmem::STATE_MISSING);
+        }
         if st == shmem::STATE_READY || (st == shmem::STATE_BROKEN && !force) {
             return Ok(st);
         }

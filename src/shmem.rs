@@ -30,6 +30,8 @@ pub struct Shared {
     pub system_identifier: u64,
     /// The state file's random instance number; changed only under `lock`.
     pub instance: AtomicU64,
+    /// The original's explicit partition, inherited by a copy (-1: none); under `lock`.
+    pub inherited: AtomicI32,
     /// The partition derived from the system identifier and the instance number (used when
     /// `sno.partition` is -1).
     pub derived_partition: AtomicU32,
@@ -265,23 +267,28 @@ fn restore_state(s: &mut Shared) {
     let dir = std::path::Path::new(".");
     let copied = dir.join("backup_label").exists();
     match state::read(dir, s.system_identifier) {
-        Ok(Some((instance, p))) => {
+        Ok(Some((id, p))) => {
             *s.timeline.get_mut() = Timeline::restore(p);
-            set_instance(s, instance);
+            set_instance(s, id.instance);
+            s.inherited.store(id.inherited, Ordering::Relaxed);
             if copied {
-                let fresh = new_instance(s.system_identifier, Some(instance));
+                let configured = crate::gucs::PARTITION.get();
+                let fresh = state::Identity {
+                    instance: new_instance(s.system_identifier, Some(id.instance)),
+                    inherited: configured.max(-1),
+                };
                 // SAFETY: plain read of a server global.
                 let fsync = unsafe { pg_sys::enableFsync };
-                if let Err(e) = state::write(dir, s.system_identifier, fresh, &p, fsync) {
+                if let Err(e) = state::write(dir, s.system_identifier, &fresh, &p, fsync) {
                     set_reason(s, &format!("could not write it: {e}"));
                     return;
                 }
                 let before = s.derived_partition.load(Ordering::Relaxed);
-                set_instance(s, fresh);
-                let configured = crate::gucs::PARTITION.get();
+                set_instance(s, fresh.instance);
+                s.inherited.store(fresh.inherited, Ordering::Relaxed);
                 if configured >= 0 {
                     pgrx::warning!(
-                        "sno: this data directory is a copy made by a base backup, and uses sno.partition = {configured} from its configuration: if the server it was copied from still makes IDs, give one of them another sno.partition"
+                        "sno: this data directory is a copy made by a base backup, with sno.partition = {configured} in its configuration, like the server it was copied from: sno_generate refuses to use that partition here until this server gets its own sno.partition"
                     );
                 } else {
                     pgrx::warning!(
@@ -334,6 +341,7 @@ unsafe extern "C-unwind" fn on_startup() {
             leases: UnsafeCell::new(0),
             system_identifier: sysid,
             instance: AtomicU64::new(0),
+            inherited: AtomicI32::new(-1),
             derived_partition: AtomicU32::new(derived_partition(sysid, 0) as u32),
             full_unit_stalls: AtomicU64::new(0),
             clock_waits: AtomicU64::new(0),

@@ -15,6 +15,7 @@
 //! sno generator state 1
 //! system_identifier=7310000000000000000
 //! instance=12157665459056928801
+//! inherited=-1
 //! horizon=531234567
 //! safe=-1
 //! drifts=0
@@ -25,6 +26,10 @@
 //! directory turns out to be a copy (a base backup): the partition derived for a server whose
 //! `sno.partition` is not set comes from the system identifier *and* this number, so a standby
 //! or a clone made with pg_basebackup does not inherit its original's partition.
+//!
+//! `inherited` is the explicit `sno.partition` a copy found in its configuration when it was
+//! made (-1: none): the copy refuses to make IDs with its original's partition until it is
+//! given its own, or an administrator accepts it.
 //!
 //! `crc32` is the CRC-32 (IEEE) of every byte before that line. Anything else — a missing
 //! line, an unknown version, a bad checksum — is [`StateError::Corrupt`].
@@ -38,6 +43,15 @@ pub struct Persisted {
     pub safe: i64,
     /// Tick-tock flips so far; the current tick is `drifts & 1`.
     pub drifts: u64,
+}
+
+/// Who this data directory is: see the module documentation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Identity {
+    /// Random, new for every copy of a data directory.
+    pub instance: u64,
+    /// The original's explicit partition, inherited by a copy (-1: none).
+    pub inherited: i32,
 }
 
 /// The state file's name, relative to the data directory.
@@ -72,16 +86,16 @@ impl core::fmt::Display for StateError {
 }
 
 /// The file's contents for a state of the cluster `system_identifier`.
-pub fn encode(system_identifier: u64, instance: u64, p: &Persisted) -> String {
+pub fn encode(system_identifier: u64, id: &Identity, p: &Persisted) -> String {
     let body = format!(
-        "{HEADER}\nsystem_identifier={system_identifier}\ninstance={instance}\nhorizon={}\nsafe={}\ndrifts={}\n",
-        p.horizon, p.safe, p.drifts
+        "{HEADER}\nsystem_identifier={system_identifier}\ninstance={}\ninherited={}\nhorizon={}\nsafe={}\ndrifts={}\n",
+        id.instance, id.inherited, p.horizon, p.safe, p.drifts
     );
     format!("{body}crc32={:08x}\n", crc32(body.as_bytes()))
 }
 
-/// Reads a state file of the cluster `system_identifier`: its instance number and state.
-pub fn decode(system_identifier: u64, text: &[u8]) -> Result<(u64, Persisted), StateError> {
+/// Reads a state file of the cluster `system_identifier`: its identity and state.
+pub fn decode(system_identifier: u64, text: &[u8]) -> Result<(Identity, Persisted), StateError> {
     let corrupt = |why: &str| StateError::Corrupt(why.to_string());
     let text = core::str::from_utf8(text).map_err(|_| corrupt("not UTF-8"))?;
     let crc_at = text.rfind("crc32=").ok_or_else(|| corrupt("no checksum"))?;
@@ -108,6 +122,9 @@ pub fn decode(system_identifier: u64, text: &[u8]) -> Result<(u64, Persisted), S
     let instance: u64 = field("instance")?
         .parse()
         .map_err(|_| corrupt("bad instance"))?;
+    let inherited: i32 = field("inherited")?
+        .parse()
+        .map_err(|_| corrupt("bad inherited"))?;
     let horizon: u64 = field("horizon")?
         .parse()
         .map_err(|_| corrupt("bad horizon"))?;
@@ -124,8 +141,14 @@ pub fn decode(system_identifier: u64, text: &[u8]) -> Result<(u64, Persisted), S
     if horizon > crate::layout::MAX_UNITS || safe > crate::layout::MAX_UNITS as i64 || safe < -1 {
         return Err(corrupt("value out of range"));
     }
+    if !(-1..=65535).contains(&inherited) {
+        return Err(corrupt("value out of range"));
+    }
     Ok((
-        instance,
+        Identity {
+            instance,
+            inherited,
+        },
         Persisted {
             horizon,
             safe,
@@ -138,7 +161,7 @@ pub fn decode(system_identifier: u64, text: &[u8]) -> Result<(u64, Persisted), S
 pub fn read(
     dir: &std::path::Path,
     system_identifier: u64,
-) -> Result<Option<(u64, Persisted)>, StateError> {
+) -> Result<Option<(Identity, Persisted)>, StateError> {
     match std::fs::read(dir.join(FILE_NAME)) {
         Ok(bytes) => decode(system_identifier, &bytes).map(Some),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
@@ -152,7 +175,7 @@ pub fn read(
 pub fn write(
     dir: &std::path::Path,
     system_identifier: u64,
-    instance: u64,
+    id: &Identity,
     p: &Persisted,
     fsync: bool,
 ) -> std::io::Result<()> {
@@ -160,7 +183,7 @@ pub fn write(
     let tmp = dir.join(format!("{FILE_NAME}.tmp"));
     {
         let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(encode(system_identifier, instance, p).as_bytes())?;
+        f.write_all(encode(system_identifier, id, p).as_bytes())?;
         if fsync {
             f.sync_all()?;
         }
@@ -206,8 +229,12 @@ mod tests {
             safe: -1,
             drifts: 3,
         };
-        let text = encode(42, 5, &p);
-        assert_eq!(decode(42, text.as_bytes()), Ok((5, p)));
+        let id = Identity {
+            instance: 5,
+            inherited: 9,
+        };
+        let text = encode(42, &id, &p);
+        assert_eq!(decode(42, text.as_bytes()), Ok((id, p)));
         assert_eq!(
             decode(43, text.as_bytes()),
             Err(StateError::OtherCluster(42))
@@ -219,7 +246,10 @@ mod tests {
         assert!(matches!(decode(1, b""), Err(StateError::Corrupt(_))));
         let text = encode(
             1,
-            3,
+            &Identity {
+                instance: 3,
+                inherited: -1,
+            },
             &Persisted {
                 horizon: 5,
                 safe: 2,
@@ -249,10 +279,18 @@ mod tests {
             safe: 10,
             drifts: 1,
         };
-        write(&dir, 9, 1, &a, true).unwrap();
-        assert_eq!(read(&dir, 9), Ok(Some((1, a))));
-        write(&dir, 9, 2, &b, false).unwrap();
-        assert_eq!(read(&dir, 9), Ok(Some((2, b))));
+        let i1 = Identity {
+            instance: 1,
+            inherited: -1,
+        };
+        let i2 = Identity {
+            instance: 2,
+            inherited: 7,
+        };
+        write(&dir, 9, &i1, &a, true).unwrap();
+        assert_eq!(read(&dir, 9), Ok(Some((i1, a))));
+        write(&dir, 9, &i2, &b, false).unwrap();
+        assert_eq!(read(&dir, 9), Ok(Some((i2, b))));
         assert!(!dir.join(format!("{FILE_NAME}.tmp")).exists());
         std::fs::write(dir.join(FILE_NAME), b"garbage").unwrap();
         assert!(matches!(read(&dir, 9), Err(StateError::Corrupt(_))));
@@ -262,7 +300,7 @@ mod tests {
     proptest! {
         #[test]
         fn any_single_byte_change_is_detected(h in 0u64..(1 << 39), s in -1i64..(1 << 39), d: u64, i: u64, at: usize, x in 1u8..=255) {
-            let text = encode(7, i, &Persisted { horizon: h, safe: s, drifts: d });
+            let text = encode(7, &Identity { instance: i, inherited: (i % 65537) as i32 - 1 }, &Persisted { horizon: h, safe: s, drifts: d });
             let mut bytes = text.into_bytes();
             let i = at % bytes.len();
             bytes[i] ^= x;

@@ -7,6 +7,8 @@
 #     zero conflicts.
 #  3. A clone made with pg_basebackup and run on its own gets its own derived partition (with
 #     a WARNING in its log); its IDs and the original's meet in one primary key: zero conflicts.
+#  4. A clone of a server with an explicit sno.partition refuses to make IDs with it until it
+#     is given its own.
 #
 # Usage: standby_clone.sh SOCKET_DIR PORT BINDIR  (only BINDIR is used: own clusters)
 set -euo pipefail
@@ -30,7 +32,7 @@ start() {
         { tail -20 "$work/$1.log"; return 1; }
 }
 stop_all() {
-    for d in primary standby clone; do
+    for d in primary standby clone clone2; do
         [[ -d "$work/$d" ]] && sudo -u postgres "$bindir/pg_ctl" -D "$work/$d" -m immediate -w stop >/dev/null 2>&1
     done
     rm -rf "$work"
@@ -95,4 +97,17 @@ q "$C" -c "COPY (SELECT id, origin FROM ids WHERE origin = 'clone') TO STDOUT" |
     q "$P" -c "COPY ids FROM STDIN"
 check "clone and original: every ID distinct in one primary key" \
     "$(q "$P" -c "SELECT count(*), count(DISTINCT id) FROM ids")" "80000|80000"
+
+# --- a clone of a server with an explicit sno.partition -------------------------------------
+q "$P" -c "ALTER SYSTEM SET sno.partition = 9" -c "SELECT pg_reload_conf()" >/dev/null
+sudo -u postgres "$bindir/pg_basebackup" -h "$work" -p "$P" -U postgres -D "$work/clone2" -X stream -c fast
+C2=$((base + 3))
+start clone2 "$C2"
+out="$("$bindir/psql" -X -h "$work" -p "$C2" -U postgres -d postgres -c "SELECT sno_generate(1)" 2>&1 || true)"
+check "clone with the original's explicit partition refuses" \
+    "$(grep -c 'this server is a copy of one that makes IDs with partition 9' <<<"$out")" "1"
+grep -q "HINT:  Give this server its own sno.partition" <<<"$out" || { echo "FAIL: no hint in: $out"; fail=1; }
+q "$C2" -c "ALTER SYSTEM SET sno.partition = 10" -c "SELECT pg_reload_conf()" >/dev/null
+for _ in $(seq 50); do [[ "$(q "$C2" -c "SELECT sno_current_partition()")" == 10 ]] && break; sleep 0.1; done
+check "with its own partition it makes IDs" "$(q "$C2" -c "SELECT sno_partition(sno_generate(1))")" "10"
 exit $fail
