@@ -287,15 +287,27 @@ mod tests {
         let before: i64 = one("SELECT full_unit_stalls FROM sno_generator");
         // Called directly, without SQL around it, the generator outruns the pool of 65,536
         // IDs per 4 ms unit, so it must wait for the next unit rather than wrap.
+        // Up to 10 M calls (about half a second at full speed); it stops at the first stall,
+        // normally within the first batch.
         let mut ids = Vec::with_capacity(1_000_000);
         let mut stalls = 0;
-        for _ in 0..20 {
+        for _ in 0..200 {
             for _ in 0..50_000 {
                 ids.push(crate::generate::generate(3));
             }
             stalls = one::<i64>("SELECT full_unit_stalls FROM sno_generator") - before;
             if stalls > 0 {
                 break;
+            }
+            // Keep memory bounded: order was checked batch by batch below.
+            if ids.len() >= 1_000_000 {
+                assert!(
+                    ids.windows(2).all(|w| w[0] < w[1]),
+                    "not strictly increasing"
+                );
+                let last = *ids.last().unwrap();
+                ids.clear();
+                ids.push(last);
             }
         }
         assert!(stalls > 0, "no full unit after {} IDs", ids.len());
