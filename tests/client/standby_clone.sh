@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Standbys, failover and clones, with real servers:
-#  1. A streaming standby made with pg_basebackup -R refuses sno_generate (SQLSTATE 25006)
+#  1. A streaming standby made with pg_basebackup refuses sno_generate (SQLSTATE 25006)
 #     and has its own derived partition.
 #  2. It is promoted while its clock (libfaketime) is 5 s behind the primary's; the old
 #     primary goes on making IDs too (split brain). All IDs of both meet in one primary key:
@@ -52,7 +52,11 @@ q "$P" -c "CREATE EXTENSION sno" -c "CREATE TABLE ids (id sno PRIMARY KEY, origi
 q "$P" -c "INSERT INTO ids SELECT sno_generate(1), 'primary' FROM generate_series(1, 10000)"
 
 # --- a streaming standby ------------------------------------------------------------------
-sudo -u postgres "$bindir/pg_basebackup" -h "$work" -p "$P" -U postgres -D "$work/standby" -R -X stream -c fast
+sudo -u postgres "$bindir/pg_basebackup" -h "$work" -p "$P" -U postgres -D "$work/standby" -X stream -c fast
+# The standby's settings, written here rather than with -R: pg_basebackup 16+ writes libpq
+# options (sslcertmode, sslnegotiation) that the system libpq the PyPI builds load may not know.
+sudo -u postgres touch "$work/standby/standby.signal"
+echo "primary_conninfo = 'host=$work port=$P user=postgres'" | sudo -u postgres tee -a "$work/standby/postgresql.auto.conf" >/dev/null
 start standby "$S" "-5s"
 for _ in $(seq 100); do [[ "$(q "$S" -c "SELECT pg_is_in_recovery()")" == t ]] && break; sleep 0.1; done
 out="$("$bindir/psql" -X -h "$work" -p "$S" -U postgres -d postgres -c "SELECT sno_generate(1)" 2>&1 || true)"
@@ -67,10 +71,14 @@ grep -q "sno: this data directory is a copy made by a base backup" "$work/standb
 # More IDs on the primary, replicated; then promote the standby (clock 5 s behind).
 q "$P" -c "INSERT INTO ids SELECT sno_generate(1), 'primary' FROM generate_series(1, 10000)"
 lsn="$(q "$P" -c "SELECT pg_current_wal_lsn()")"
-for _ in $(seq 100); do
-    [[ "$(q "$S" -c "SELECT pg_last_wal_replay_lsn() >= '$lsn'")" == t ]] && break
+caught_up=f
+for _ in $(seq 600); do
+    caught_up="$(q "$S" -c "SELECT pg_last_wal_replay_lsn() >= '$lsn'")"
+    [[ "$caught_up" == t ]] && break
     sleep 0.1
 done
+check "standby replayed the primary's WAL up to $lsn" "$caught_up" "t"
+[[ "$caught_up" == t ]] || { q "$S" -c "SELECT pg_last_wal_receive_lsn(), pg_last_wal_replay_lsn()"; tail -20 "$work/standby.log"; }
 sudo -u postgres "$bindir/pg_ctl" -D "$work/standby" -w promote >/dev/null
 check "promoted standby holds the primary's 20000 IDs" "$(q "$S" -c "SELECT count(*) FROM ids")" "20000"
 q "$S" -c "INSERT INTO ids SELECT sno_generate(1), 'promoted' FROM generate_series(1, 20000)"
