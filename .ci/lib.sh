@@ -20,9 +20,9 @@ export PATH="$HOME/.cargo/bin:$PATH"
 say() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
 
 # Debian packages: PostgreSQL 15 with headers, libclang for bindgen, sudo to run as
-# postgres, libfaketime for clock tests.
+# postgres, libfaketime for clock tests, procps (pgrep) for the crash tests.
 ensure_debian_packages() {
-    local want=(postgresql-15 postgresql-server-dev-15 postgresql-contrib libclang-dev clang sudo faketime libfaketime)
+    local want=(postgresql-15 postgresql-server-dev-15 postgresql-contrib libclang-dev clang sudo faketime libfaketime procps)
     local missing=()
     for p in "${want[@]}"; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
