@@ -101,7 +101,8 @@ cluster_start() {
     mkdir -p "$dir"
     chown postgres: "$dir"
     sudo -u postgres "$bindir/initdb" -D "$dir/data" -A trust -U postgres --no-sync -E UTF8 --locale=C >"$dir/initdb.log"
-    local opts="-p $port -k $dir -c listen_addresses=127.0.0.1 -c fsync=off"
+    # Unix socket only: a TCP port in the ephemeral range could be taken by any client.
+    local opts="-p $port -k $dir -c listen_addresses='' -c fsync=off"
     for o in "$@"; do opts+=" -c $o"; done
     sudo -u postgres "$bindir/pg_ctl" -D "$dir/data" -o "$opts" -l "$dir/server.log" -w start >/dev/null
 }
