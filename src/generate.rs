@@ -273,16 +273,7 @@ fn generate_slow(b: &mut Backend, meta: u8) -> Sno {
             .detail("It was made by a base backup with sno.partition in its configuration; both servers making IDs with one partition could repeat IDs.".into())
             .hint("Give this server its own sno.partition in postgresql.conf (or with ALTER SYSTEM) and reload. If the original will never make IDs again, SELECT sno_generator_initialize(force => true); accepts its partition here.")
             .raise(),
-            Err(SlowError::Write(e)) => UserError::new(
-                PgSqlErrorCode::ERRCODE_IO_ERROR,
-                format!(
-                    "could not write sno generator state file \"{}\": {e}",
-                    crate::state::FILE_NAME
-                ),
-            )
-            .detail("No ID is made beyond the time recorded in that file.".into())
-            .hint("Check the data directory's free space and permissions.")
-            .raise(),
+            Err(SlowError::Write(e)) => raise_write(e),
         };
         match grant {
             Grant::Lease { lease, flipped } => {
@@ -407,30 +398,36 @@ fn sno_generator_initialize(force: pgrx::default!(bool, false)) -> bool {
     let Some(s) = shmem::shared() else {
         return false;
     };
+    /// What `sno_generator_initialize` did.
+    enum Done {
+        /// The state was usable already (or unusable and not forced): nothing written.
+        Nothing(u32),
+        /// A new state file was written; holds the state before.
+        Created(u32),
+        /// The partition inherited from the original of a copy was accepted.
+        Accepted,
+    }
     let outcome = shmem::with_timeline(s, |tl, _| {
         let st = s.state.load(Relaxed);
         if st == shmem::STATE_READY && force && s.inherited.load(Relaxed) >= 0 {
-            // The administrator accepts the partition inherited from the original.
-            let p = tl.due(0, 0).unwrap_or(crate::state::Persisted {
-                horizon: tl.horizon,
+            // The administrator accepts the partition inherited from the original; the
+            // timeline is unchanged (the written horizon already covers every ID).
+            let p = crate::state::Persisted {
+                horizon: tl.horizon.max(tl.hi),
                 safe: tl.safe,
                 drifts: tl.drifts,
-            });
-            let p = crate::state::Persisted {
-                horizon: p.horizon.max(tl.horizon),
-                ..p
             };
             s.inherited.store(-1, Relaxed);
-            write_state(s, &p).map_err(Some)?;
+            write_state(s, &p).map_err(SlowError::Write)?;
             tl.written(p);
-            return Ok(shmem::STATE_MISSING);
+            return Ok(Done::Accepted);
         }
         if st == shmem::STATE_READY || (st == shmem::STATE_BROKEN && !force) {
-            return Ok(st);
+            return Ok(Done::Nothing(st));
         }
         let now = clock_units();
         if now == OUT_OF_RANGE {
-            return Err(None::<std::io::Error>);
+            return Err(SlowError::Clock);
         }
         // Nothing is known of earlier IDs: the caller vouches for the clock, so IDs start
         // after the current unit on tick 0.
@@ -440,16 +437,16 @@ fn sno_generator_initialize(force: pgrx::default!(bool, false)) -> bool {
             drifts: 0,
         };
         shmem::set_instance(s, shmem::new_instance(s.system_identifier, None));
-        write_state(s, &p).map_err(Some)?;
+        write_state(s, &p).map_err(SlowError::Write)?;
         *tl = Timeline::restore(p);
         s.state.store(shmem::STATE_READY, Relaxed);
-        Ok(st)
+        Ok(Done::Created(st))
     });
     match outcome {
-        Ok(shmem::STATE_READY) => false,
-        Ok(shmem::STATE_BROKEN) if !force => raise_state(s, shmem::STATE_BROKEN),
-        Ok(previous) => {
-            if previous == shmem::STATE_BROKEN {
+        Ok(Done::Nothing(shmem::STATE_READY)) => false,
+        Ok(Done::Nothing(st)) => raise_state(s, st),
+        Ok(Done::Created(before)) => {
+            if before == shmem::STATE_BROKEN {
                 pgrx::warning!(
                     "sno: replaced the unusable generator state file ({}); IDs now start from the current clock",
                     s.reason()
@@ -457,16 +454,24 @@ fn sno_generator_initialize(force: pgrx::default!(bool, false)) -> bool {
             }
             true
         }
-        Err(None) => raise_clock_out_of_range(),
-        Err(Some(e)) => UserError::new(
-            PgSqlErrorCode::ERRCODE_IO_ERROR,
-            format!(
-                "could not write sno generator state file \"{}\": {e}",
-                crate::state::FILE_NAME
-            ),
-        )
-        .raise(),
+        Ok(Done::Accepted) => true,
+        Err(SlowError::Write(e)) => raise_write(e),
+        Err(_) => raise_clock_out_of_range(),
     }
+}
+
+/// The state file could not be written: no ID is made past the recorded horizon.
+fn raise_write(e: std::io::Error) -> ! {
+    UserError::new(
+        PgSqlErrorCode::ERRCODE_IO_ERROR,
+        format!(
+            "could not write sno generator state file \"{}\": {e}",
+            crate::state::FILE_NAME
+        ),
+    )
+    .detail("No ID is made beyond the time recorded in that file.".into())
+    .hint("Check the data directory's free space and permissions.")
+    .raise()
 }
 
 fn raise_clock_out_of_range() -> ! {
