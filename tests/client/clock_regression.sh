@@ -22,10 +22,7 @@ chmod a+r "$offset"
 export PGHOST="$dir" PGPORT="$port" PGUSER=postgres
 stop() { sudo -u postgres "$bindir/pg_ctl" -D "$dir/data" -m immediate -w stop >/dev/null 2>&1 || true; }
 trap 'stop; rm -rf "$dir"' EXIT
-fail=0
-check() { # check DESCRIPTION GOT WANT
-    if [[ "$2" == "$3" ]]; then echo "ok: $1"; else echo "FAIL: $1: got '$2', want '$3'"; fail=1; fi
-}
+source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
 psql() { "$bindir/psql" -X -q -v ON_ERROR_STOP=1 -d postgres "$@"; }
 
 sudo -u postgres "$bindir/initdb" -D "$dir/data" -A trust -U postgres --no-sync >/dev/null

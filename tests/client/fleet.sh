@@ -10,10 +10,7 @@ bindir="$3"
 base=$((${2} + 500))
 work="$(mktemp -d /tmp/sno-work/fleet.XXXXXX)"
 chown postgres: "$work"
-fail=0
-check() { # check DESCRIPTION GOT WANT
-    if [[ "$2" == "$3" ]]; then echo "ok: $1"; else echo "FAIL: $1: got '$2', want '$3'"; fail=1; fi
-}
+source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
 stop_all() {
     for n in 1 2 3; do
         [[ -d "$work/s$n" ]] && sudo -u postgres "$bindir/pg_ctl" -D "$work/s$n" -m immediate -w stop >/dev/null 2>&1

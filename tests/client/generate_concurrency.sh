@@ -14,10 +14,7 @@ DURATION="${SNO_PGBENCH_SECONDS:-10}"
 psql() { "$bindir/psql" -X -q -v ON_ERROR_STOP=1 -d sno_gen "$@"; }
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
-fail=0
-check() { # check DESCRIPTION GOT WANT
-    if [[ "$2" == "$3" ]]; then echo "ok: $1"; else echo "FAIL: $1: got '$2', want '$3'"; fail=1; fi
-}
+source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
 
 "$bindir/psql" -X -q -d postgres -c "DROP DATABASE IF EXISTS sno_gen" -c "CREATE DATABASE sno_gen"
 psql -c "CREATE EXTENSION sno" \

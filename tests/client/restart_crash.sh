@@ -15,10 +15,7 @@ bindir="$3"
 port=$((${2} + 300))
 lib=/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1
 [[ -r "$lib" ]] || { echo "FAIL: libfaketime is not installed ($lib)"; exit 1; }
-fail=0
-check() { # check DESCRIPTION GOT WANT
-    if [[ "$2" == "$3" ]]; then echo "ok: $1"; else echo "FAIL: $1: got '$2', want '$3'"; fail=1; fi
-}
+source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
 
 dir=""
 new_cluster() {

@@ -17,10 +17,7 @@ base=$((${2} + 400))
 lib=/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1
 work="$(mktemp -d /tmp/sno-work/standby.XXXXXX)"
 chown postgres: "$work"
-fail=0
-check() { # check DESCRIPTION GOT WANT
-    if [[ "$2" == "$3" ]]; then echo "ok: $1"; else echo "FAIL: $1: got '$2', want '$3'"; fail=1; fi
-}
+source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
 # start NAME PORT [FAKETIME-OFFSET]
 start() {
     echo "${3:-+0}" >"$work/$1.faketime"
