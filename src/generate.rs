@@ -14,10 +14,11 @@
 //! (unit, timeline), so nobody can be handed those numbers again.
 
 use crate::fmgr::{arg_i32, finfo_v1, sno_datum, UserError};
-use crate::generator::{Grant, Local, Timeline};
+use crate::generator::{Grant, Local, Persisted, Timeline};
 use crate::gucs;
 use crate::layout::{Sno, MAX_UNITS};
-use crate::shmem::{self, Shared, Slot};
+use crate::lineage::Refusal;
+use crate::shmem::{self, Guarded, Shared, Slot};
 use crate::time::{units_from_timespec, units_to_pg_micros, units_to_unix_nanos};
 use core::cell::UnsafeCell;
 use core::sync::atomic::Ordering::Relaxed;
@@ -161,14 +162,12 @@ fn shared_or_raise() -> &'static Shared {
 
 /// The partition to write: `sno.partition`, or the one derived from the system identifier.
 pub fn effective_partition(s: &Shared) -> (u16, &'static str) {
-    let configured = gucs::PARTITION.get();
-    if configured >= 0 {
-        (configured as u16, "sno.partition")
-    } else {
-        (
+    match configured() {
+        Some(p) => (p, "sno.partition"),
+        None => (
             s.derived_partition.load(Relaxed) as u16,
             "system identifier",
-        )
+        ),
     }
 }
 
@@ -209,6 +208,131 @@ unsafe extern "C-unwind" fn on_exit(_code: core::ffi::c_int, _arg: pg_sys::Datum
     b.issued = 0;
 }
 
+/// The WAL timeline new WAL is written on (outside recovery).
+fn wal_timeline() -> u32 {
+    // SAFETY: plain read of shared state; only called once recovery has ended.
+    unsafe { pg_sys::GetWALInsertionTimeLine() }
+}
+
+/// The configured partition, if `sno.partition` is set.
+fn configured() -> Option<u16> {
+    let c = gucs::PARTITION.get();
+    (c >= 0).then_some(c as u16)
+}
+
+/// Makes sure the lineage state was judged for the current WAL timeline and `sno.partition`
+/// ([`crate::lineage::State::judge`]) before IDs are made. Under the lock.
+fn judge(
+    s: &'static Shared,
+    g: &mut Guarded,
+    timeline: u32,
+    take_over: bool,
+) -> Result<(), SlowError> {
+    let status = s.state.load(Relaxed);
+    if status != shmem::STATE_READY {
+        if configured().is_some() {
+            return Err(SlowError::State(status));
+        }
+        // A derived partition needs nothing from the lost state: the incarnation drawn at
+        // start-up gives a new partition, different from every one the lineage is known to
+        // have used.
+        s.state.store(shmem::STATE_READY, Relaxed);
+        g.dirty = true;
+        g.judged = (u32::MAX, -1);
+        pgrx::warning!(
+            "sno: {}; IDs are now made with a new derived partition, so they cannot repeat earlier ones",
+            if status == shmem::STATE_MISSING { "the generator state file was missing".to_string() } else { format!("the generator state file was unusable ({})", s.reason()) }
+        );
+    }
+    let key = (timeline, gucs::PARTITION.get());
+    if g.judged == key && !g.lineage.copied && !take_over {
+        return Ok(());
+    }
+    let mut st = g.lineage;
+    match st.judge(timeline, configured(), take_over, shmem::draw) {
+        Err(Refusal::Inherited(p)) => Err(SlowError::Inherited(p)),
+        Ok(j) => {
+            g.timeline.absorb(j.absorb);
+            g.dirty |= j.changed;
+            shmem::set_lineage(s, g, st);
+            s.partition.store(j.partition as u32, Relaxed);
+            g.judged = key;
+            if j.took_over {
+                pgrx::warning!(
+                    "sno: partition {} was used by the server this one was {}; IDs go on after the last of them this server received",
+                    j.partition,
+                    if take_over { "copied from" } else { "promoted from" }
+                );
+            }
+            Ok(())
+        }
+    }
+}
+
+/// Judges the lineage for the current configuration and WAL timeline and writes it if it
+/// changed (the background worker's job, see [`crate::worker`]). Errors are logged, not
+/// raised: `sno_generate` raises them to the user.
+pub fn settle(s: &'static Shared) {
+    // SAFETY: reads a shared flag.
+    if unsafe { pg_sys::RecoveryInProgress() } || s.state.load(Relaxed) != shmem::STATE_READY {
+        return;
+    }
+    let timeline = wal_timeline();
+    let failed = shmem::locked(s, |g| {
+        if judge(s, g, timeline, false).is_ok() && g.dirty {
+            return persist(s, g, timeline).err();
+        }
+        None
+    });
+    if let Some(e) = failed {
+        pgrx::log!("sno: could not write the generator state file: {e}");
+    }
+}
+
+/// Writes the durable state (the state file, then a WAL record) so that it covers the
+/// timeline's next durable horizon. Under the lock, before any ID it covers is handed out.
+fn persist(s: &'static Shared, g: &mut Guarded, timeline: u32) -> std::io::Result<()> {
+    let tl = &g.timeline;
+    let p = tl.due(HORIZON_AHEAD, HORIZON_MARGIN).unwrap_or(Persisted {
+        horizon: tl
+            .horizon
+            .max(tl.hi.saturating_add(HORIZON_AHEAD).min(MAX_UNITS)),
+        safe: tl.safe,
+        drifts: tl.drifts,
+    });
+    let mut st = g.lineage;
+    st.written(p);
+    crate::state::write(std::path::Path::new("."), &st, shmem::fsync_enabled())?;
+    crate::wal::log_lineage(&st, timeline);
+    shmem::set_lineage(s, g, st);
+    g.timeline.written(p);
+    g.dirty = false;
+    Ok(())
+}
+
+/// Redo of a lineage record (in the startup process): merge it, and write the state file so
+/// that the knowledge survives this server's restarts. A state file that could not be read is
+/// left alone (the administrator decides); the knowledge is kept in memory.
+pub fn replay(s: &'static Shared, rec: &crate::state::Record) {
+    let written = shmem::locked(s, |g| {
+        let mut st = g.lineage;
+        st.replay(rec.incarnation, rec.timeline, &rec.partitions, rec.bound);
+        if rec.incarnation == st.incarnation {
+            g.timeline.absorb(rec.bound);
+        }
+        let status = s.state.load(Relaxed);
+        if status != shmem::STATE_BROKEN {
+            crate::state::write(std::path::Path::new("."), &st, shmem::fsync_enabled())?;
+            s.state.store(shmem::STATE_READY, Relaxed);
+        }
+        shmem::set_lineage(s, g, st);
+        Ok::<(), std::io::Error>(())
+    });
+    if let Err(e) = written {
+        raise_write(e);
+    }
+}
+
 #[cold]
 #[inline(never)]
 fn generate_slow(b: &mut Backend, meta: u8) -> Sno {
@@ -218,68 +342,55 @@ fn generate_slow(b: &mut Backend, meta: u8) -> Sno {
     }
     // SAFETY: reads a shared flag; cannot fail.
     if unsafe { pg_sys::RecoveryInProgress() } {
-        // A standby has its primary's system identifier and configuration, hence its
-        // partition: IDs made here could collide with the primary's.
         UserError::new(
             PgSqlErrorCode::ERRCODE_READ_ONLY_SQL_TRANSACTION,
             "cannot generate sno IDs during recovery".into(),
         )
-        .detail("A standby shares its primary's partition, so its IDs could collide with the primary's.".into())
+        .detail(
+            "A standby makes IDs once it is promoted; until then its primary makes them.".into(),
+        )
         .hint("Generate IDs on the primary.")
         .raise();
     }
+    let timeline = wal_timeline();
     let mut waited_since: Option<std::time::Instant> = None;
     loop {
         let mut now = OUT_OF_RANGE;
-        let grant = shmem::with_timeline(s, |tl: &mut Timeline, leases| {
-            let st = s.state.load(Relaxed);
-            if st != shmem::STATE_READY {
-                return Err(SlowError::State(st));
-            }
-            let inherited = s.inherited.load(Relaxed);
-            if inherited >= 0 && effective_partition(s).0 as i32 == inherited {
-                return Err(SlowError::Inherited(inherited));
-            }
+        let grant = shmem::locked(s, |g| {
+            judge(s, g, timeline, false)?;
             now = clock_units();
             if now == OUT_OF_RANGE {
                 return Err(SlowError::Clock);
             }
             // The lease may still serve: the first reading was a moment before this one.
-            if b.local.has(now) {
+            if b.local.has(now) && !g.dirty {
                 return Ok(Grant::Lease {
                     lease: b.local.lease,
                     flipped: false,
                 });
             }
-            let g = tl.lease(now, b.local.want(now));
-            if matches!(g, Grant::Lease { .. }) {
-                *leases += 1;
-                // Durable before use: the state file must cover every ID handed out.
-                if let Some(p) = tl.due(HORIZON_AHEAD, HORIZON_MARGIN) {
-                    write_state(s, &p).map_err(SlowError::Write)?;
-                    tl.written(p);
+            let grant = g.timeline.lease(now, b.local.want(now));
+            if matches!(grant, Grant::Lease { .. }) {
+                g.leases += 1;
+                // Durable before use: the state file and WAL must cover every ID handed out.
+                if g.dirty || g.timeline.due(HORIZON_AHEAD, HORIZON_MARGIN).is_some() {
+                    persist(s, g, timeline).map_err(SlowError::Write)?;
                 }
             }
-            Ok(g)
+            Ok(grant)
         });
         let grant = match grant {
             Ok(g) => g,
             Err(SlowError::Clock) => raise_clock_out_of_range(),
             Err(SlowError::State(st)) => raise_state(s, st),
-            Err(SlowError::Inherited(p)) => UserError::new(
-                PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-                format!("this server is a copy of one that makes IDs with partition {p}"),
-            )
-            .detail("It was made by a base backup with sno.partition in its configuration; both servers making IDs with one partition could repeat IDs.".into())
-            .hint("Give this server its own sno.partition in postgresql.conf (or with ALTER SYSTEM) and reload. If the original will never make IDs again, SELECT sno_generator_initialize(force => true); accepts its partition here.")
-            .raise(),
+            Err(SlowError::Inherited(p)) => raise_inherited(p),
             Err(SlowError::Write(e)) => raise_write(e),
         };
         match grant {
             Grant::Lease { lease, flipped } => {
                 if lease != b.local.lease {
                     b.local.install(lease);
-                    b.partition = effective_partition(s).0;
+                    b.partition = s.partition.load(Relaxed) as u16;
                     // SAFETY: our own slot.
                     if let Some(slot) = unsafe { b.slot.as_ref() } {
                         slot.leases.fetch_add(1, Relaxed);
@@ -336,29 +447,23 @@ fn generate_slow(b: &mut Backend, meta: u8) -> Sno {
 enum SlowError {
     /// The clock is outside the range of the format.
     Clock,
-    /// The durable state is missing or unusable (a `STATE_*` code).
+    /// The durable state is missing or unusable (a `STATE_*` code) and the partition is
+    /// explicit.
     State(u32),
     /// The state file could not be written.
     Write(std::io::Error),
-    /// The effective partition is the one a copy inherited from its original.
-    Inherited(i32),
+    /// The configured partition is one the server this one was copied from used.
+    Inherited(u16),
 }
 
-/// Writes the durable state (in the data directory, the backend's working directory).
-fn write_state(s: &Shared, p: &crate::state::Persisted) -> std::io::Result<()> {
-    // SAFETY: plain read of a server global (PostgreSQL's fsync setting).
-    let fsync = unsafe { pg_sys::enableFsync };
-    let id = crate::state::Identity {
-        instance: s.instance.load(Relaxed),
-        inherited: s.inherited.load(Relaxed),
-    };
-    crate::state::write(
-        std::path::Path::new("."),
-        s.system_identifier,
-        &id,
-        p,
-        fsync,
+fn raise_inherited(p: u16) -> ! {
+    UserError::new(
+        PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+        format!("this server is a copy of one that made IDs with partition {p}"),
     )
+    .detail(format!("sno.partition is {p} here too; two servers making IDs with one partition could repeat IDs."))
+    .hint("Give this server its own sno.partition, one no other server uses (in postgresql.conf or with ALTER SYSTEM), and reload the configuration. If the server it was copied from will never make IDs again, run SELECT sno_generator_initialize(take_over => true); as a superuser instead.")
+    .raise()
 }
 
 fn raise_state(s: &Shared, st: u32) -> ! {
@@ -367,8 +472,8 @@ fn raise_state(s: &Shared, st: u32) -> ! {
             PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
             format!("sno generator has no state file (\"{}\" in the data directory)", crate::state::FILE_NAME),
         )
-        .detail("The file records the time up to which IDs may have been made, so that a restart with the clock set back cannot repeat them.".into())
-        .hint("Run SELECT sno_generator_initialize(); as a superuser (CREATE EXTENSION sno does this on a new cluster). If IDs were made on this cluster before, restore the file from a backup first.")
+        .detail("The file records up to when this server's partition was used, so that a restart with the clock set back cannot repeat IDs.".into())
+        .hint("Put back the file this server last wrote (after pg_upgrade: the one in the old data directory) and run SELECT sno_generator_initialize(); as a superuser. If there is no such file, first give this server a sno.partition no server has used and reload the configuration, then run SELECT sno_generator_initialize();.")
         .raise()
     } else {
         UserError::new(
@@ -376,17 +481,29 @@ fn raise_state(s: &Shared, st: u32) -> ! {
             format!("cannot use the sno generator state file \"{}\": {}", crate::state::FILE_NAME, s.reason()),
         )
         .detail("Without it a restart with the clock set back could repeat IDs, so none are made.".into())
-        .hint("Restore the file from a backup of this cluster; or, if the system clock has not gone back since IDs were last made here, run SELECT sno_generator_initialize(force => true); as a superuser.")
+        .hint("Put back the last good copy of the file and run SELECT sno_generator_initialize(); as a superuser. If there is none, first give this server a sno.partition no server has used and reload the configuration, then run SELECT sno_generator_initialize(force => true);.")
         .raise()
     }
 }
 
-/// `sno_generator_initialize(force bool DEFAULT false) → bool`: creates the generator's state
-/// file when the cluster has none (true), does nothing when it has one (false). With `force`,
-/// replaces an unusable one: the caller vouches that the clock has not gone back since IDs
-/// were last made. Superusers only; a no-op when sno is not preloaded.
+/// `sno_generator_initialize(force bool DEFAULT false, take_over bool DEFAULT false) → bool`.
+///
+/// Makes the generator's durable state usable, never losing what is known:
+/// * state file missing or unusable at start-up, and now a valid one in the data directory
+///   (put back from a backup, or copied from the old data directory after pg_upgrade): it is
+///   read and adopted, merged with what WAL replay taught this server (true);
+/// * no state file at all: one is created from what this server knows (true);
+/// * an unusable file: replaced only with `force` (true), keeping what is known;
+/// * a usable state: nothing to do (false), except rewriting a file that went missing.
+///
+/// `take_over` makes this server use the explicit partition of the server it was copied from
+/// (an administrator's word that the original will never make IDs again). Superusers only;
+/// a no-op when sno is not preloaded.
 #[pg_extern(volatile, parallel_unsafe)]
-fn sno_generator_initialize(force: pgrx::default!(bool, false)) -> bool {
+fn sno_generator_initialize(
+    force: pgrx::default!(bool, false),
+    take_over: pgrx::default!(bool, false),
+) -> bool {
     // SAFETY: plain call.
     if !unsafe { pg_sys::superuser() } {
         UserError::new(
@@ -398,65 +515,81 @@ fn sno_generator_initialize(force: pgrx::default!(bool, false)) -> bool {
     let Some(s) = shmem::shared() else {
         return false;
     };
-    /// What `sno_generator_initialize` did.
-    enum Done {
-        /// The state was usable already (or unusable and not forced): nothing written.
-        Nothing(u32),
-        /// A new state file was written; holds the state before.
-        Created(u32),
-        /// The partition inherited from the original of a copy was accepted.
-        Accepted,
+    // SAFETY: reads a shared flag.
+    if unsafe { pg_sys::RecoveryInProgress() } {
+        UserError::new(
+            PgSqlErrorCode::ERRCODE_READ_ONLY_SQL_TRANSACTION,
+            "cannot initialize the sno generator during recovery".into(),
+        )
+        .hint("Run it once this server is promoted.")
+        .raise();
     }
-    let outcome = shmem::with_timeline(s, |tl, _| {
-        let st = s.state.load(Relaxed);
-        if st == shmem::STATE_READY && force && s.inherited.load(Relaxed) >= 0 {
-            // The administrator accepts the partition inherited from the original; the
-            // timeline is unchanged (the written horizon already covers every ID).
-            let p = crate::state::Persisted {
-                horizon: tl.horizon.max(tl.hi),
-                safe: tl.safe,
-                drifts: tl.drifts,
-            };
-            s.inherited.store(-1, Relaxed);
-            write_state(s, &p).map_err(SlowError::Write)?;
-            tl.written(p);
-            return Ok(Done::Accepted);
+    let timeline = wal_timeline();
+    let dir = std::path::Path::new(".");
+    let outcome = shmem::locked(s, |g| {
+        let status = s.state.load(Relaxed);
+        let mut did = false;
+        match (status, crate::state::read(dir)) {
+            (shmem::STATE_READY, Ok(Some(_))) => {}
+            (shmem::STATE_READY, _) => {
+                // The file went missing or bad while the server ran: what it holds in memory
+                // is newer than any copy, so it is written again.
+                g.dirty = true;
+                did = true;
+            }
+            (_, Ok(Some(mut file))) => {
+                if file.system_identifier != s.system_identifier {
+                    file.system_identifier = s.system_identifier;
+                    file.timeline = crate::lineage::UPGRADED;
+                    file.at_start(true, shmem::control_inode(), shmem::draw());
+                } else {
+                    file.at_start(false, shmem::control_inode(), shmem::draw());
+                }
+                // What WAL replay taught this server while it had no usable file.
+                for e in g.lineage.entries() {
+                    file.note(e.partition, false, e.bound);
+                }
+                let mut tl = Timeline::restore(file.me);
+                tl.absorb(g.timeline.durable());
+                g.timeline = tl;
+                shmem::set_lineage(s, g, file);
+                g.judged = (u32::MAX, -1);
+                g.dirty = true;
+                s.state.store(shmem::STATE_READY, Relaxed);
+                did = true;
+            }
+            (_, Ok(None)) => {
+                g.dirty = true;
+                s.state.store(shmem::STATE_READY, Relaxed);
+                did = true;
+            }
+            (_, Err(e)) => {
+                if !force {
+                    return Err(SlowError::State(shmem::STATE_BROKEN));
+                }
+                pgrx::warning!(
+                    "sno: replacing the unusable generator state file ({e}); what this server knows is kept"
+                );
+                g.dirty = true;
+                s.state.store(shmem::STATE_READY, Relaxed);
+                did = true;
+            }
         }
-        if st == shmem::STATE_READY || (st == shmem::STATE_BROKEN && !force) {
-            return Ok(Done::Nothing(st));
+        if take_over {
+            judge(s, g, timeline, true)?;
+            did = true;
         }
-        let now = clock_units();
-        if now == OUT_OF_RANGE {
-            return Err(SlowError::Clock);
+        if g.dirty {
+            persist(s, g, timeline).map_err(SlowError::Write)?;
         }
-        // Nothing is known of earlier IDs: the caller vouches for the clock, so IDs start
-        // after the current unit on tick 0.
-        let p = crate::state::Persisted {
-            horizon: now,
-            safe: -1,
-            drifts: 0,
-        };
-        shmem::set_instance(s, shmem::new_instance(s.system_identifier, None));
-        write_state(s, &p).map_err(SlowError::Write)?;
-        *tl = Timeline::restore(p);
-        s.state.store(shmem::STATE_READY, Relaxed);
-        Ok(Done::Created(st))
+        Ok(did)
     });
     match outcome {
-        Ok(Done::Nothing(shmem::STATE_READY)) => false,
-        Ok(Done::Nothing(st)) => raise_state(s, st),
-        Ok(Done::Created(before)) => {
-            if before == shmem::STATE_BROKEN {
-                pgrx::warning!(
-                    "sno: replaced the unusable generator state file ({}); IDs now start from the current clock",
-                    s.reason()
-                );
-            }
-            true
-        }
-        Ok(Done::Accepted) => true,
+        Ok(did) => did,
+        Err(SlowError::State(st)) => raise_state(s, st),
+        Err(SlowError::Inherited(p)) => raise_inherited(p),
         Err(SlowError::Write(e)) => raise_write(e),
-        Err(_) => raise_clock_out_of_range(),
+        Err(SlowError::Clock) => raise_clock_out_of_range(),
     }
 }
 
@@ -555,7 +688,7 @@ fn sno_generator_info() -> TableIterator<
     ),
 > {
     let s = shared_or_raise();
-    let (tl, leases) = shmem::with_timeline(s, |tl, l| (*tl, *l));
+    let (tl, leases) = shmem::locked(s, |g| (g.timeline, g.leases));
     let (partition, source) = effective_partition(s);
     let slots = shmem::slots(s);
     let live: u64 = slots

@@ -130,10 +130,32 @@ impl Timeline {
         }
     }
 
+    /// What is known durably of this timeline: the written horizon, or the high-water mark
+    /// if that is later.
+    pub fn durable(&self) -> Persisted {
+        Persisted {
+            horizon: self.horizon.max(self.hi),
+            safe: self.safe,
+            drifts: self.drifts,
+        }
+    }
+
     /// Records that `p` is now on disk.
     pub fn written(&mut self, p: Persisted) {
         self.horizon = p.horizon;
         self.written_drifts = p.drifts;
+    }
+
+    /// Makes the timeline respect `b` too: every unit within it counts as used on its
+    /// tick-tock timeline (what another member of the lineage made, see [`crate::lineage`]).
+    pub fn absorb(&mut self, b: Persisted) {
+        let t = self.tick() as usize;
+        let theirs = crate::lineage::ticks(&b);
+        if theirs[t] >= self.hi as i64 {
+            self.hi = theirs[t] as u64;
+            self.next = POOL;
+        }
+        self.safe = self.safe.max(theirs[1 - t]);
     }
 
     /// The current tick-tock bit.

@@ -40,14 +40,7 @@ pub fn init() {
     reserve_prefix();
 }
 
-#[cfg(not(feature = "pg14"))]
 fn reserve_prefix() {
     // SAFETY: called from _PG_init with a static NUL-terminated name.
     unsafe { pgrx::pg_sys::MarkGUCPrefixReserved(c"sno".as_ptr()) }
-}
-
-#[cfg(feature = "pg14")]
-fn reserve_prefix() {
-    // PostgreSQL 14 has no reservation; this warns about unknown sno.* placeholders instead.
-    unsafe { pgrx::pg_sys::EmitWarningsOnPlaceholders(c"sno".as_ptr()) }
 }

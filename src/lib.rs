@@ -8,6 +8,7 @@
 pub mod encoding;
 pub mod generator;
 pub mod layout;
+pub mod lineage;
 pub mod state;
 pub mod time;
 
@@ -18,6 +19,8 @@ pub mod io;
 pub mod ops;
 pub mod parts;
 pub mod shmem;
+pub mod wal;
+pub mod worker;
 
 #[cfg(feature = "pg_test")]
 mod pg_tests;
@@ -41,7 +44,7 @@ GRANT EXECUTE ON FUNCTION sno_generator_backends() TO pg_monitor;
 CREATE VIEW sno_generator_backends AS SELECT * FROM sno_generator_backends();
 COMMENT ON VIEW sno_generator_backends IS 'sno generator usage per backend (superusers and pg_monitor)';
 GRANT SELECT ON sno_generator_backends TO pg_monitor;
-REVOKE ALL ON FUNCTION sno_generator_initialize(bool) FROM PUBLIC;
+REVOKE ALL ON FUNCTION sno_generator_initialize(bool, bool) FROM PUBLIC;
 -- A new cluster gets its generator state file here (a no-op when it has one, or when sno is
 -- not preloaded).
 SELECT sno_generator_initialize();
@@ -63,6 +66,8 @@ pub extern "C-unwind" fn _PG_init() {
     // SAFETY: plain read of a server global.
     if unsafe { pgrx::pg_sys::process_shared_preload_libraries_in_progress } {
         shmem::init();
+        wal::init();
+        worker::init();
     }
 }
 

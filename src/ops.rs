@@ -25,7 +25,6 @@ extern "C-unwind" {
     fn pg_hash_bytes_extended(k: *const u8, keylen: c_int, seed: u64) -> u64;
 }
 
-#[cfg(not(feature = "pg14"))]
 extern "C-unwind" {
     /// PostgreSQL 15+'s comparator for unsigned abbreviated keys. Tuplesort recognises this
     /// exact function and switches to its specialised, inlined quicksort for it, so it must be
@@ -159,16 +158,6 @@ unsafe extern "C-unwind" fn abbrev_abort(_: c_int, _: pg_sys::SortSupport) -> bo
     false
 }
 
-/// Comparator for abbreviated keys on PostgreSQL 14, which has no shared unsigned comparator.
-#[cfg(feature = "pg14")]
-unsafe extern "C-unwind" fn abbrev_cmp(
-    x: pg_sys::Datum,
-    y: pg_sys::Datum,
-    _: pg_sys::SortSupport,
-) -> c_int {
-    (x.value()).cmp(&y.value()) as c_int
-}
-
 /// `sno_sortsupport(internal)`: btree support function 2.
 #[pg_guard]
 #[no_mangle]
@@ -180,14 +169,7 @@ pub unsafe extern "C-unwind" fn sno_sortsupport(fcinfo: pg_sys::FunctionCallInfo
         (*ssup).abbrev_full_comparator = Some(sort_cmp);
         (*ssup).abbrev_converter = Some(abbrev_convert);
         (*ssup).abbrev_abort = Some(abbrev_abort);
-        #[cfg(not(feature = "pg14"))]
-        {
-            (*ssup).comparator = Some(pg_ssup_datum_unsigned_cmp);
-        }
-        #[cfg(feature = "pg14")]
-        {
-            (*ssup).comparator = Some(abbrev_cmp);
-        }
+        (*ssup).comparator = Some(pg_ssup_datum_unsigned_cmp);
     }
     pg_sys::Datum::from(0)
 }

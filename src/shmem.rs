@@ -9,6 +9,7 @@
 //! stores (plain moves on x86-64), and read by the monitoring functions.
 
 use crate::generator::{derived_partition, Timeline};
+use crate::lineage::State;
 use crate::state;
 use core::cell::UnsafeCell;
 use core::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU32, AtomicU64, Ordering};
@@ -20,21 +21,17 @@ const NAME: &core::ffi::CStr = c"sno";
 /// The header of the shared segment.
 #[repr(C)]
 pub struct Shared {
-    /// Protects `timeline` and `leases`.
+    /// Protects `guarded`.
     pub lock: *mut pg_sys::LWLock,
-    /// The server's timeline; read and written only under `lock`.
-    pub timeline: UnsafeCell<Timeline>,
-    /// Leases handed out; under `lock`.
-    pub leases: UnsafeCell<u64>,
+    /// Everything that changes only under `lock`.
+    pub guarded: UnsafeCell<Guarded>,
     /// The cluster's system identifier, read at start-up.
     pub system_identifier: u64,
-    /// The state file's random instance number; changed only under `lock`.
-    pub instance: AtomicU64,
-    /// The original's explicit partition, inherited by a copy (-1: none); under `lock`.
-    pub inherited: AtomicI32,
-    /// The partition derived from the system identifier and the instance number (used when
-    /// `sno.partition` is -1).
+    /// The partition derived from the system identifier and the incarnation (used when
+    /// `sno.partition` is -1); changed under `lock`.
     pub derived_partition: AtomicU32,
+    /// The partition judged for use (what `sno_generate` writes); changed under `lock`.
+    pub partition: AtomicU32,
     /// Waits because every sequence number of a unit was taken.
     pub full_unit_stalls: AtomicU64,
     /// Waits because the clock went back into used time a second time.
@@ -52,6 +49,22 @@ pub struct Shared {
     pub reason: [u8; 200],
     /// Length of `reason`.
     pub reason_len: u32,
+}
+
+/// The part of the shard table read and written only under its lock.
+#[repr(C)]
+pub struct Guarded {
+    /// The server's timeline.
+    pub timeline: Timeline,
+    /// Leases handed out.
+    pub leases: u64,
+    /// What this data directory knows of its lineage ([`crate::lineage`]).
+    pub lineage: State,
+    /// The (WAL timeline, `sno.partition`) the lineage was last judged for; generation judges
+    /// again when either changes. `u32::MAX`: never judged.
+    pub judged: (u32, i32),
+    /// The lineage state changed and must be written before the next ID.
+    pub dirty: bool,
 }
 
 /// The durable state was read (or created): IDs may be made.
@@ -120,13 +133,13 @@ pub fn slots(s: &'static Shared) -> &'static [Slot] {
     }
 }
 
-/// Runs `f` on the timeline under the LWLock.
-pub fn with_timeline<R>(s: &'static Shared, f: impl FnOnce(&mut Timeline, &mut u64) -> R) -> R {
-    // SAFETY: the lock protects both cells; LWLockRelease runs before any error can be raised
-    // by our code, and an error raised by LWLockAcquire itself leaves nothing held.
+/// Runs `f` on the guarded state under the LWLock. An error raised inside `f` (by
+/// PostgreSQL's WAL insertion) releases the lock through the transaction abort.
+pub fn locked<R>(s: &'static Shared, f: impl FnOnce(&mut Guarded) -> R) -> R {
+    // SAFETY: the lock protects the cell.
     unsafe {
         pg_sys::LWLockAcquire(s.lock, pg_sys::LWLockMode::LW_EXCLUSIVE);
-        let r = f(&mut *s.timeline.get(), &mut *s.leases.get());
+        let r = f(&mut *s.guarded.get());
         pg_sys::LWLockRelease(s.lock);
         r
     }
@@ -135,35 +148,7 @@ pub fn with_timeline<R>(s: &'static Shared, f: impl FnOnce(&mut Timeline, &mut u
 /// Slots to allocate: one per backend number a backend can have.
 fn slot_count() -> usize {
     // SAFETY: plain reads of server globals, set before shared memory is requested.
-    unsafe {
-        #[cfg(feature = "pg14")]
-        {
-            // PostgreSQL 14 computes MaxBackends only after preloading libraries; this is its
-            // formula (InitializeMaxBackends). autovacuum_max_workers is not exported to
-            // extensions there, so it is read as a setting.
-            let autovacuum = {
-                let v = pg_sys::GetConfigOption(c"autovacuum_max_workers".as_ptr(), true, false);
-                if v.is_null() {
-                    64
-                } else {
-                    core::ffi::CStr::from_ptr(v)
-                        .to_str()
-                        .ok()
-                        .and_then(|t| t.parse::<i32>().ok())
-                        .unwrap_or(64)
-                }
-            };
-            (pg_sys::MaxConnections
-                + autovacuum
-                + 1
-                + pg_sys::max_worker_processes
-                + pg_sys::max_wal_senders) as usize
-        }
-        #[cfg(not(feature = "pg14"))]
-        {
-            pg_sys::MaxBackends as usize
-        }
-    }
+    unsafe { pg_sys::MaxBackends as usize }
 }
 
 fn segment_size() -> usize {
@@ -174,9 +159,9 @@ fn segment_size() -> usize {
 pub fn my_slot_index() -> Option<usize> {
     // SAFETY: plain reads of per-process globals.
     unsafe {
-        #[cfg(any(feature = "pg14", feature = "pg15", feature = "pg16"))]
+        #[cfg(any(feature = "pg15", feature = "pg16"))]
         let n = pg_sys::MyBackendId as i64 - 1;
-        #[cfg(not(any(feature = "pg14", feature = "pg15", feature = "pg16")))]
+        #[cfg(not(any(feature = "pg15", feature = "pg16")))]
         let n = pg_sys::MyProcNumber as i64;
         usize::try_from(n).ok()
     }
@@ -188,19 +173,13 @@ pub fn init() {
     PRELOADED.store(true, Ordering::Relaxed);
     // SAFETY: hook chaining as every extension does it, from _PG_init in the postmaster.
     unsafe {
-        #[cfg(feature = "pg14")]
-        request();
-        #[cfg(not(feature = "pg14"))]
-        {
-            PREV_REQUEST = pg_sys::shmem_request_hook;
-            pg_sys::shmem_request_hook = Some(on_request);
-        }
+        PREV_REQUEST = pg_sys::shmem_request_hook;
+        pg_sys::shmem_request_hook = Some(on_request);
         PREV_STARTUP = pg_sys::shmem_startup_hook;
         pg_sys::shmem_startup_hook = Some(on_startup);
     }
 }
 
-#[cfg(not(feature = "pg14"))]
 static mut PREV_REQUEST: pg_sys::shmem_request_hook_type = None;
 static mut PREV_STARTUP: pg_sys::shmem_startup_hook_type = None;
 
@@ -209,7 +188,6 @@ unsafe fn request() {
     pg_sys::RequestNamedLWLockTranche(NAME.as_ptr(), 1);
 }
 
-#[cfg(not(feature = "pg14"))]
 #[pg_guard]
 unsafe extern "C-unwind" fn on_request() {
     if let Some(prev) = PREV_REQUEST {
@@ -218,93 +196,114 @@ unsafe extern "C-unwind" fn on_request() {
     request();
 }
 
-/// Sets the instance number and the partition derived from it.
-pub fn set_instance(s: &Shared, instance: u64) {
-    s.instance.store(instance, Ordering::Relaxed);
+/// A random 64-bit number (a new incarnation).
+pub fn draw() -> u64 {
+    let mut b = [0u8; 8];
+    // SAFETY: valid buffer; getrandom(2) blocks only before the kernel's pool is seeded.
+    let n = unsafe { libc::getrandom(b.as_mut_ptr().cast(), 8, 0) };
+    if n == 8 {
+        u64::from_ne_bytes(b)
+    } else {
+        // No getrandom: the time and process ID still differ between copies.
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(0);
+        t ^ ((std::process::id() as u64) << 40)
+    }
+}
+
+/// The inode of `global/pg_control` in the data directory (the working directory of every
+/// server process), 0 when it cannot be read. A copy of the data directory has another one.
+pub fn control_inode() -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata("global/pg_control")
+        .map(|m| m.ino())
+        .unwrap_or(0)
+}
+
+/// Whether the state file may be written with fsync (PostgreSQL's `fsync` setting).
+pub fn fsync_enabled() -> bool {
+    // SAFETY: plain read of a server global.
+    unsafe { pg_sys::enableFsync }
+}
+
+/// Installs `st` as the lineage state and updates the derived partition. Under the lock.
+pub fn set_lineage(s: &Shared, g: &mut Guarded, st: State) {
+    g.lineage = st;
     s.derived_partition.store(
-        derived_partition(s.system_identifier, instance) as u32,
+        derived_partition(s.system_identifier, st.incarnation) as u32,
         Ordering::Relaxed,
     );
 }
 
-/// A new random instance number whose derived partition differs from `avoid`'s.
-pub fn new_instance(sysid: u64, avoid: Option<u64>) -> u64 {
-    loop {
-        let mut b = [0u8; 8];
-        // SAFETY: valid buffer; getrandom(2) blocks only before the kernel's pool is seeded.
-        let n = unsafe { libc::getrandom(b.as_mut_ptr().cast(), 8, 0) };
-        let candidate = if n == 8 {
-            u64::from_ne_bytes(b)
-        } else {
-            // No getrandom: the time and process ID still differ between copies.
-            let t = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_nanos() as u64)
-                .unwrap_or(0);
-            t ^ ((std::process::id() as u64) << 40)
-        };
-        match avoid {
-            Some(old) if derived_partition(sysid, old) == derived_partition(sysid, candidate) => {
-                continue
-            }
-            _ => return candidate,
-        }
-    }
-}
-
-fn set_reason(s: &mut Shared, why: &str) {
+pub fn set_reason(s: &mut Shared, why: &str) {
     let n = why.len().min(s.reason.len());
     s.reason[..n].copy_from_slice(&why.as_bytes()[..n]);
     s.reason_len = n as u32;
     s.state.store(STATE_BROKEN, Ordering::Relaxed);
 }
 
-/// Resumes the timeline from the state file in the data directory (the postmaster's working
-/// directory), or records why it cannot. A data directory restored from a base backup (it
-/// has a `backup_label`: a clone, or a standby's first start) takes a new instance number, so
-/// that its derived partition differs from its original's.
+/// Reads the state file at start-up (the postmaster's working directory is the data
+/// directory) and sees whether this data directory is a copy (a `backup_label` from a base
+/// backup or pg_rewind, or another `global/pg_control` inode): a copy starts a new
+/// incarnation at once, so that a standby's derived partition already differs from its
+/// primary's. A state file of another cluster was copied here by an administrator (after
+/// pg_upgrade): it is adopted like a promotion's ([`crate::lineage`]).
 fn restore_state(s: &mut Shared) {
     let dir = std::path::Path::new(".");
-    let copied = dir.join("backup_label").exists();
-    match state::read(dir, s.system_identifier) {
-        Ok(Some((id, p))) => {
-            *s.timeline.get_mut() = Timeline::restore(p);
-            set_instance(s, id.instance);
-            s.inherited.store(id.inherited, Ordering::Relaxed);
-            if copied {
-                let configured = crate::gucs::PARTITION.get();
-                let fresh = state::Identity {
-                    instance: new_instance(s.system_identifier, Some(id.instance)),
-                    inherited: configured.max(-1),
-                };
-                // SAFETY: plain read of a server global.
-                let fsync = unsafe { pg_sys::enableFsync };
-                if let Err(e) = state::write(dir, s.system_identifier, &fresh, &p, fsync) {
-                    set_reason(s, &format!("could not write it: {e}"));
-                    return;
-                }
-                let before = s.derived_partition.load(Ordering::Relaxed);
-                set_instance(s, fresh.instance);
-                s.inherited.store(fresh.inherited, Ordering::Relaxed);
-                if configured >= 0 {
-                    pgrx::warning!(
-                        "sno: this data directory is a copy made by a base backup, with sno.partition = {configured} in its configuration, like the server it was copied from: sno_generate refuses to use that partition here until this server gets its own sno.partition"
-                    );
-                } else {
-                    pgrx::warning!(
-                        "sno: this data directory is a copy made by a base backup: its derived partition is now {} (the original's is {before}), so their IDs cannot collide",
-                        s.derived_partition.load(Ordering::Relaxed)
-                    );
+    let backup_label = dir.join("backup_label").exists();
+    let inode = control_inode();
+    let sysid = s.system_identifier;
+    match state::read(dir) {
+        Ok(Some(mut st)) => {
+            if st.system_identifier != sysid {
+                pgrx::log!(
+                    "sno: adopting the generator state of the cluster with system identifier {} (pg_upgrade)",
+                    st.system_identifier
+                );
+                st.system_identifier = sysid;
+                st.timeline = crate::lineage::UPGRADED;
+                st.at_start(true, inode, draw());
+            } else if st.at_start(backup_label, inode, draw()) {
+                pgrx::log!(
+                    "sno: this data directory is a copy ({}): it is a new incarnation, judged when it first makes IDs",
+                    if backup_label { "it has a backup_label" } else { "global/pg_control is another file than the one the state was written for" }
+                );
+            }
+            // sno 0.1.0 files do not say which explicit partition was in use: the configured
+            // one at the first start after the update.
+            let configured = crate::gucs::PARTITION.get();
+            let v1 = std::fs::read(dir.join(state::FILE_NAME))
+                .map(|b| b.starts_with(b"sno generator state 1\n"))
+                .unwrap_or(false);
+            if v1 && configured >= 0 && !st.copied {
+                let me = st.me;
+                st.note(configured as u16, true, me);
+            }
+            let changed = state::read(dir).ok().flatten() != Some(st);
+            // SAFETY: the postmaster, before any other process exists.
+            let g = unsafe { &mut *s.guarded.get() };
+            g.timeline = Timeline::restore(st.me);
+            set_lineage(s, g, st);
+            s.state.store(STATE_READY, Ordering::Relaxed);
+            if changed {
+                if let Err(e) = state::write(dir, &st, fsync_enabled()) {
+                    // Kept in memory and written before the first ID.
+                    pgrx::warning!("sno: could not write the generator state file: {e}");
+                    s.guarded.get_mut().dirty = true;
                 }
             }
-            s.state.store(STATE_READY, Ordering::Relaxed);
             pgrx::log!(
                 "sno: generator state restored: IDs resume after unit {} (tick-tock bit {})",
-                p.horizon,
-                p.drifts & 1
+                st.me.horizon,
+                st.me.drifts & 1
             );
         }
         Ok(None) => {
+            // SAFETY: the postmaster, before any other process exists.
+            let g = unsafe { &mut *s.guarded.get() };
+            set_lineage(s, g, State::fresh(sysid, draw(), 0, inode));
             s.state.store(STATE_MISSING, Ordering::Relaxed);
             pgrx::log!(
                 "sno: no generator state file ({}); CREATE EXTENSION sno or sno_generator_initialize() creates it",
@@ -312,9 +311,12 @@ fn restore_state(s: &mut Shared) {
             );
         }
         Err(e) => {
+            // SAFETY: the postmaster, before any other process exists.
+            let g = unsafe { &mut *s.guarded.get() };
+            set_lineage(s, g, State::fresh(sysid, draw(), 0, inode));
             set_reason(s, &e.to_string());
             pgrx::warning!(
-                "sno: cannot use the generator state file {}: {e}; sno_generate refuses to make IDs until it is restored or sno_generator_initialize(force => true) is run",
+                "sno: cannot use the generator state file {}: {e}; see the HINT of sno_generate",
                 state::FILE_NAME
             );
         }
@@ -337,12 +339,16 @@ unsafe extern "C-unwind" fn on_startup() {
         let sysid = pg_sys::GetSystemIdentifier();
         p.write(Shared {
             lock: &raw mut (*pg_sys::GetNamedLWLockTranche(NAME.as_ptr())).lock,
-            timeline: UnsafeCell::new(Timeline::new()),
-            leases: UnsafeCell::new(0),
+            guarded: UnsafeCell::new(Guarded {
+                timeline: Timeline::new(),
+                leases: 0,
+                lineage: State::fresh(sysid, 0, 0, 0),
+                judged: (u32::MAX, -1),
+                dirty: false,
+            }),
             system_identifier: sysid,
-            instance: AtomicU64::new(0),
-            inherited: AtomicI32::new(-1),
-            derived_partition: AtomicU32::new(derived_partition(sysid, 0) as u32),
+            derived_partition: AtomicU32::new(0),
+            partition: AtomicU32::new(0),
             full_unit_stalls: AtomicU64::new(0),
             clock_waits: AtomicU64::new(0),
             clock_wait_failures: AtomicU64::new(0),
@@ -353,18 +359,6 @@ unsafe extern "C-unwind" fn on_startup() {
             reason_len: 0,
         });
         restore_state(&mut *p);
-        let s = &*p;
-        let configured = crate::gucs::PARTITION.get();
-        if configured >= 0 {
-            pgrx::log!("sno: generator ready, partition {configured} (sno.partition)");
-        } else {
-            pgrx::log!(
-                "sno: generator ready, partition {} (derived from system identifier {} and state instance {}; set sno.partition to choose)",
-                s.derived_partition.load(Ordering::Relaxed),
-                s.system_identifier,
-                s.instance.load(Ordering::Relaxed)
-            );
-        }
     }
     SHARED.store(p, Ordering::Relaxed);
     pg_sys::LWLockRelease(init_lock);

@@ -1,5 +1,6 @@
-//! The generator's durable state: what must survive a restart or a crash so that no ID is ever
-//! made twice, and its on-disk form (`sno_generator.state` in the data directory).
+//! The generator's durable state: what must survive a restart, a crash or a copy of the data
+//! directory so that no ID is ever made twice, and its on-disk form (`sno_generator.state` in
+//! the data directory).
 //!
 //! Pure Rust, no PostgreSQL. The server keeps, durably, a *horizon*: a unit that no ID of the
 //! current timeline has passed, kept a few seconds ahead of the clock, plus the tick-tock state
@@ -7,34 +8,38 @@
 //! ID beyond the horizon or on a new timeline, so the file always covers every ID already
 //! made. On start-up the timeline resumes as if everything up to the horizon had been used
 //! ([`crate::generator::Timeline::restore`]): a clock behind it is a clock regression, handled
-//! by the tick-tock rule like any other.
+//! by the tick-tock rule like any other. The file also holds the lineage table
+//! ([`crate::lineage`]): which partitions this data directory and the servers it shares
+//! history with used, and a bound on each.
 //!
 //! File format (text, one `key=value` per line, so an operator can read it):
 //!
 //! ```text
-//! sno generator state 1
+//! sno generator state 2
 //! system_identifier=7310000000000000000
-//! instance=12157665459056928801
-//! inherited=-1
+//! incarnation=12157665459056928801
+//! timeline=1
+//! control_inode=1835021
+//! copied=0
 //! horizon=531234567
 //! safe=-1
 //! drifts=0
+//! retired=0,-1,0
+//! used=7,1,531234567,-1,0
+//! used=9,0,531230000,-1,0
 //! crc32=1c291ca3
 //! ```
 //!
-//! `instance` is a random number drawn when the file is created, and again when the data
-//! directory turns out to be a copy (a base backup): the partition derived for a server whose
-//! `sno.partition` is not set comes from the system identifier *and* this number, so a standby
-//! or a clone made with pg_basebackup does not inherit its original's partition.
-//!
-//! `inherited` is the explicit `sno.partition` a copy found in its configuration when it was
-//! made (-1: none): the copy refuses to make IDs with its original's partition until it is
-//! given its own, or an administrator accepts it.
-//!
+//! `used=partition,mine,horizon,safe,drifts` lines are the lineage entries (`mine` 1: this
+//! incarnation used it). `retired` is the bound of entries dropped when the table was full.
 //! `crc32` is the CRC-32 (IEEE) of every byte before that line. Anything else — a missing
-//! line, an unknown version, a bad checksum — is [`StateError::Corrupt`].
+//! line, an unknown version, a bad checksum — is [`StateError::Corrupt`]. Version 1 files
+//! (sno 0.1.0) are read too.
+
+use crate::lineage::{State, MAX_ENTRIES};
 
 /// The durable part of a timeline.
+#[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Persisted {
     /// Every ID of the current timeline is in a unit `<= horizon`.
@@ -45,27 +50,16 @@ pub struct Persisted {
     pub drifts: u64,
 }
 
-/// Who this data directory is: see the module documentation.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Identity {
-    /// Random, new for every copy of a data directory.
-    pub instance: u64,
-    /// The original's explicit partition, inherited by a copy (-1: none).
-    pub inherited: i32,
-}
-
 /// The state file's name, relative to the data directory.
 pub const FILE_NAME: &str = "sno_generator.state";
-const HEADER: &str = "sno generator state 1";
+const HEADER: &str = "sno generator state 2";
+const HEADER_V1: &str = "sno generator state 1";
 
 /// Why a state file cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StateError {
     /// Not a valid state file; holds what is wrong.
     Corrupt(String),
-    /// A valid file of another cluster (holds its system identifier): the data directory was
-    /// copied from another cluster, or the file was.
-    OtherCluster(u64),
     /// The file exists but cannot be read.
     Unreadable(String),
 }
@@ -74,28 +68,65 @@ impl core::fmt::Display for StateError {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match self {
             StateError::Corrupt(why) => write!(f, "the file is corrupt ({why})"),
-            StateError::OtherCluster(id) => {
-                write!(
-                    f,
-                    "the file belongs to the cluster with system identifier {id}"
-                )
-            }
             StateError::Unreadable(e) => write!(f, "the file cannot be read ({e})"),
         }
     }
 }
 
-/// The file's contents for a state of the cluster `system_identifier`.
-pub fn encode(system_identifier: u64, id: &Identity, p: &Persisted) -> String {
-    let body = format!(
-        "{HEADER}\nsystem_identifier={system_identifier}\ninstance={}\ninherited={}\nhorizon={}\nsafe={}\ndrifts={}\n",
-        id.instance, id.inherited, p.horizon, p.safe, p.drifts
+fn bound_text(p: &Persisted) -> String {
+    format!("{},{},{}", p.horizon, p.safe, p.drifts)
+}
+
+/// The file's contents for `st`.
+pub fn encode(st: &State) -> String {
+    let mut body = format!(
+        "{HEADER}\nsystem_identifier={}\nincarnation={}\ntimeline={}\ncontrol_inode={}\ncopied={}\nhorizon={}\nsafe={}\ndrifts={}\nretired={}\n",
+        st.system_identifier,
+        st.incarnation,
+        st.timeline,
+        st.control_inode,
+        st.copied as u8,
+        st.me.horizon,
+        st.me.safe,
+        st.me.drifts,
+        bound_text(&st.retired),
     );
+    for e in st.entries() {
+        body.push_str(&format!(
+            "used={},{},{}\n",
+            e.partition,
+            e.mine as u8,
+            bound_text(&e.bound)
+        ));
+    }
     format!("{body}crc32={:08x}\n", crc32(body.as_bytes()))
 }
 
-/// Reads a state file of the cluster `system_identifier`: its identity and state.
-pub fn decode(system_identifier: u64, text: &[u8]) -> Result<(Identity, Persisted), StateError> {
+fn check_bound(p: Persisted) -> Result<Persisted, StateError> {
+    let max = crate::layout::MAX_UNITS;
+    if p.horizon > max || p.safe > max as i64 || p.safe < -1 {
+        return Err(StateError::Corrupt("value out of range".into()));
+    }
+    Ok(p)
+}
+
+fn parse_bound(text: &str) -> Result<Persisted, StateError> {
+    let bad = || StateError::Corrupt(format!("bad bound \"{text}\""));
+    let mut it = text.split(',');
+    let mut next = || it.next().ok_or_else(bad);
+    let p = Persisted {
+        horizon: next()?.parse().map_err(|_| bad())?,
+        safe: next()?.parse().map_err(|_| bad())?,
+        drifts: next()?.parse().map_err(|_| bad())?,
+    };
+    if it.next().is_some() {
+        return Err(bad());
+    }
+    check_bound(p)
+}
+
+/// Reads a state file. The caller compares its system identifier with the cluster's.
+pub fn decode(text: &[u8]) -> Result<State, StateError> {
     let corrupt = |why: &str| StateError::Corrupt(why.to_string());
     let text = core::str::from_utf8(text).map_err(|_| corrupt("not UTF-8"))?;
     let crc_at = text.rfind("crc32=").ok_or_else(|| corrupt("no checksum"))?;
@@ -105,10 +136,12 @@ pub fn decode(system_identifier: u64, text: &[u8]) -> Result<(Identity, Persiste
     if crc32(body.as_bytes()) != want || !crc_line.ends_with('\n') {
         return Err(corrupt("checksum mismatch"));
     }
-    let mut lines = body.lines();
-    if lines.next() != Some(HEADER) {
-        return Err(corrupt("unknown header"));
-    }
+    let mut lines = body.lines().peekable();
+    let v1 = match lines.next() {
+        Some(HEADER) => false,
+        Some(HEADER_V1) => true,
+        _ => return Err(corrupt("unknown header")),
+    };
     let mut field = |name: &str| -> Result<&str, StateError> {
         lines
             .next()
@@ -116,54 +149,71 @@ pub fn decode(system_identifier: u64, text: &[u8]) -> Result<(Identity, Persiste
             .and_then(|l| l.strip_prefix('='))
             .ok_or_else(|| corrupt(&format!("no {name}")))
     };
-    let sysid: u64 = field("system_identifier")?
-        .parse()
-        .map_err(|_| corrupt("bad system_identifier"))?;
-    let instance: u64 = field("instance")?
-        .parse()
-        .map_err(|_| corrupt("bad instance"))?;
-    let inherited: i32 = field("inherited")?
-        .parse()
-        .map_err(|_| corrupt("bad inherited"))?;
-    let horizon: u64 = field("horizon")?
-        .parse()
-        .map_err(|_| corrupt("bad horizon"))?;
-    let safe: i64 = field("safe")?.parse().map_err(|_| corrupt("bad safe"))?;
-    let drifts: u64 = field("drifts")?
-        .parse()
-        .map_err(|_| corrupt("bad drifts"))?;
+    macro_rules! num {
+        ($name:literal) => {
+            field($name)?
+                .parse()
+                .map_err(|_| corrupt(concat!("bad ", $name)))?
+        };
+    }
+    let sysid: u64 = num!("system_identifier");
+    let mut st;
+    if v1 {
+        // sno 0.1.0: an instance number, the partition a copy found in its configuration
+        // (not trustworthy: it may be the copy's own), and one timeline.
+        let instance: u64 = num!("instance");
+        let _inherited: i32 = num!("inherited");
+        st = State::fresh(sysid, instance, 0, 0);
+    } else {
+        let incarnation: u64 = num!("incarnation");
+        let timeline: u32 = num!("timeline");
+        let inode: u64 = num!("control_inode");
+        st = State::fresh(sysid, incarnation, timeline, inode);
+        let copied: u8 = num!("copied");
+        if copied > 1 {
+            return Err(corrupt("bad copied"));
+        }
+        st.copied = copied == 1;
+    }
+    st.me = check_bound(Persisted {
+        horizon: num!("horizon"),
+        safe: num!("safe"),
+        drifts: num!("drifts"),
+    })?;
+    if v1 {
+        // The partition derived for this instance was the one in use unless sno.partition
+        // was set; the glue notes the configured one too.
+        st.note(st.derived(), true, st.me);
+    } else {
+        st.retired = parse_bound(field("retired")?)?;
+        for line in lines.by_ref() {
+            let rest = line
+                .strip_prefix("used=")
+                .ok_or_else(|| corrupt("trailing lines"))?;
+            let (p, rest) = rest.split_once(',').ok_or_else(|| corrupt("bad used"))?;
+            let (m, rest) = rest.split_once(',').ok_or_else(|| corrupt("bad used"))?;
+            let partition: u16 = p.parse().map_err(|_| corrupt("bad used"))?;
+            let mine = match m {
+                "0" => false,
+                "1" => true,
+                _ => return Err(corrupt("bad used")),
+            };
+            if st.len as usize >= MAX_ENTRIES {
+                return Err(corrupt("too many used lines"));
+            }
+            st.note(partition, mine, parse_bound(rest)?);
+        }
+    }
     if lines.next().is_some() {
         return Err(corrupt("trailing lines"));
     }
-    if sysid != system_identifier {
-        return Err(StateError::OtherCluster(sysid));
-    }
-    if horizon > crate::layout::MAX_UNITS || safe > crate::layout::MAX_UNITS as i64 || safe < -1 {
-        return Err(corrupt("value out of range"));
-    }
-    if !(-1..=65535).contains(&inherited) {
-        return Err(corrupt("value out of range"));
-    }
-    Ok((
-        Identity {
-            instance,
-            inherited,
-        },
-        Persisted {
-            horizon,
-            safe,
-            drifts,
-        },
-    ))
+    Ok(st)
 }
 
 /// Reads the state file in `dir`: `Ok(None)` when there is none.
-pub fn read(
-    dir: &std::path::Path,
-    system_identifier: u64,
-) -> Result<Option<(Identity, Persisted)>, StateError> {
+pub fn read(dir: &std::path::Path) -> Result<Option<State>, StateError> {
     match std::fs::read(dir.join(FILE_NAME)) {
-        Ok(bytes) => decode(system_identifier, &bytes).map(Some),
+        Ok(bytes) => decode(&bytes).map(Some),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(StateError::Unreadable(e.to_string())),
     }
@@ -171,28 +221,88 @@ pub fn read(
 
 /// Writes the state file in `dir` so that a crash at any moment leaves either the old or the
 /// new contents: a temporary file, flushed, renamed over the old one, and the directory
-/// flushed. `fsync = false` (PostgreSQL's `fsync = off`) skips the flushes.
-pub fn write(
-    dir: &std::path::Path,
-    system_identifier: u64,
-    id: &Identity,
-    p: &Persisted,
-    fsync: bool,
-) -> std::io::Result<()> {
+/// flushed. `fsync = false` (PostgreSQL's `fsync = off`) skips the flushes. As PostgreSQL does,
+/// a directory flush refused by the file system (EINVAL, EBADF) is not an error.
+pub fn write(dir: &std::path::Path, st: &State, fsync: bool) -> std::io::Result<()> {
     use std::io::Write;
     let tmp = dir.join(format!("{FILE_NAME}.tmp"));
     {
         let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(encode(system_identifier, id, p).as_bytes())?;
+        f.write_all(encode(st).as_bytes())?;
         if fsync {
             f.sync_all()?;
         }
     }
     std::fs::rename(&tmp, dir.join(FILE_NAME))?;
     if fsync {
-        std::fs::File::open(dir)?.sync_all()?;
+        match std::fs::File::open(dir)?.sync_all() {
+            Err(e) if matches!(e.raw_os_error(), Some(libc::EINVAL) | Some(libc::EBADF)) => {}
+            r => r?,
+        }
     }
     Ok(())
+}
+
+/// A lineage record in WAL: incarnation, WAL timeline, bound, partitions (little-endian).
+pub fn encode_record(st: &State, timeline: u32) -> Vec<u8> {
+    let mut v = Vec::with_capacity(40 + 2 * st.len as usize);
+    v.push(1u8);
+    v.extend_from_slice(&st.incarnation.to_le_bytes());
+    v.extend_from_slice(&timeline.to_le_bytes());
+    v.extend_from_slice(&st.me.horizon.to_le_bytes());
+    v.extend_from_slice(&st.me.safe.to_le_bytes());
+    v.extend_from_slice(&st.me.drifts.to_le_bytes());
+    let mine: Vec<u16> = st
+        .entries()
+        .iter()
+        .filter(|e| e.mine)
+        .map(|e| e.partition)
+        .collect();
+    v.extend_from_slice(&(mine.len() as u16).to_le_bytes());
+    for p in mine {
+        v.extend_from_slice(&p.to_le_bytes());
+    }
+    v
+}
+
+/// A decoded lineage record.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Record {
+    /// The incarnation that wrote it.
+    pub incarnation: u64,
+    /// Its WAL timeline.
+    pub timeline: u32,
+    /// Every ID it made is within this bound.
+    pub bound: Persisted,
+    /// The partitions it used.
+    pub partitions: Vec<u16>,
+}
+
+/// Reads a lineage record; `None` when it is not one.
+pub fn decode_record(b: &[u8]) -> Option<Record> {
+    let u64_at = |i: usize| {
+        b.get(i..i + 8)
+            .map(|s| u64::from_le_bytes(s.try_into().unwrap()))
+    };
+    if b.first() != Some(&1) {
+        return None;
+    }
+    let n = u16::from_le_bytes(b.get(37..39)?.try_into().ok()?) as usize;
+    if b.len() != 39 + 2 * n {
+        return None;
+    }
+    Some(Record {
+        incarnation: u64_at(1)?,
+        timeline: u32::from_le_bytes(b.get(9..13)?.try_into().ok()?),
+        bound: Persisted {
+            horizon: u64_at(13)?,
+            safe: u64_at(21)? as i64,
+            drifts: u64_at(29)?,
+        },
+        partitions: (0..n)
+            .map(|i| u16::from_le_bytes([b[39 + 2 * i], b[40 + 2 * i]]))
+            .collect(),
+    })
 }
 
 /// CRC-32 (IEEE 802.3, reflected, as zlib's `crc32`).
@@ -216,6 +326,26 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
+    fn sample() -> State {
+        let mut st = State::fresh(42, 5, 3, 77);
+        st.me = Persisted {
+            horizon: 531_234_567,
+            safe: -1,
+            drifts: 3,
+        };
+        st.note(7, true, st.me);
+        st.note(
+            9,
+            false,
+            Persisted {
+                horizon: 100,
+                safe: 50,
+                drifts: 1,
+            },
+        );
+        st
+    }
+
     #[test]
     fn crc32_check_value() {
         // The standard check value of CRC-32/ISO-HDLC.
@@ -223,44 +353,56 @@ mod tests {
     }
 
     #[test]
-    fn round_trip_and_other_cluster() {
-        let p = Persisted {
-            horizon: 531_234_567,
-            safe: -1,
-            drifts: 3,
-        };
-        let id = Identity {
-            instance: 5,
-            inherited: 9,
-        };
-        let text = encode(42, &id, &p);
-        assert_eq!(decode(42, text.as_bytes()), Ok((id, p)));
+    fn round_trip() {
+        let st = sample();
+        assert_eq!(decode(encode(&st).as_bytes()), Ok(st));
+        let mut copied = st;
+        copied.copied = true;
+        assert_eq!(decode(encode(&copied).as_bytes()), Ok(copied));
+    }
+
+    #[test]
+    fn reads_version_1_files() {
+        // A file written by sno 0.1.0 (its CRC computed over these bytes).
+        let body = "sno generator state 1\nsystem_identifier=42\ninstance=5\ninherited=-1\nhorizon=900\nsafe=-1\ndrifts=2\n";
+        let text = format!("{body}crc32={:08x}\n", crc32(body.as_bytes()));
+        let st = decode(text.as_bytes()).unwrap();
         assert_eq!(
-            decode(43, text.as_bytes()),
-            Err(StateError::OtherCluster(42))
+            (st.system_identifier, st.incarnation, st.timeline),
+            (42, 5, 0)
         );
+        assert_eq!(st.me.horizon, 900);
+        assert!(st.is_mine(st.derived()));
     }
 
     #[test]
     fn rejects_empty_and_truncated() {
-        assert!(matches!(decode(1, b""), Err(StateError::Corrupt(_))));
-        let text = encode(
-            1,
-            &Identity {
-                instance: 3,
-                inherited: -1,
-            },
-            &Persisted {
-                horizon: 5,
-                safe: 2,
-                drifts: 1,
-            },
-        );
+        assert!(matches!(decode(b""), Err(StateError::Corrupt(_))));
+        let text = encode(&sample());
         for cut in 0..text.len() {
             assert!(
-                decode(1, &text.as_bytes()[..cut]).is_err(),
+                decode(&text.as_bytes()[..cut]).is_err(),
                 "accepted a file cut at {cut}"
             );
+        }
+    }
+
+    #[test]
+    fn record_round_trip_and_garbage() {
+        let st = sample();
+        let r = decode_record(&encode_record(&st, 4)).unwrap();
+        assert_eq!(
+            r,
+            Record {
+                incarnation: 5,
+                timeline: 4,
+                bound: st.me,
+                partitions: vec![7]
+            }
+        );
+        let bytes = encode_record(&st, 4);
+        for cut in 0..bytes.len() {
+            assert_eq!(decode_record(&bytes[..cut]), None);
         }
     }
 
@@ -268,43 +410,30 @@ mod tests {
     fn file_write_read_replace() {
         let dir = std::env::temp_dir().join(format!("sno-state-test-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        assert_eq!(read(&dir, 9), Ok(None));
-        let a = Persisted {
-            horizon: 10,
-            safe: -1,
-            drifts: 0,
-        };
-        let b = Persisted {
-            horizon: 20,
-            safe: 10,
-            drifts: 1,
-        };
-        let i1 = Identity {
-            instance: 1,
-            inherited: -1,
-        };
-        let i2 = Identity {
-            instance: 2,
-            inherited: 7,
-        };
-        write(&dir, 9, &i1, &a, true).unwrap();
-        assert_eq!(read(&dir, 9), Ok(Some((i1, a))));
-        write(&dir, 9, &i2, &b, false).unwrap();
-        assert_eq!(read(&dir, 9), Ok(Some((i2, b))));
+        assert_eq!(read(&dir), Ok(None));
+        let a = sample();
+        let mut b = sample();
+        b.incarnation = 6;
+        write(&dir, &a, true).unwrap();
+        assert_eq!(read(&dir), Ok(Some(a)));
+        write(&dir, &b, false).unwrap();
+        assert_eq!(read(&dir), Ok(Some(b)));
         assert!(!dir.join(format!("{FILE_NAME}.tmp")).exists());
         std::fs::write(dir.join(FILE_NAME), b"garbage").unwrap();
-        assert!(matches!(read(&dir, 9), Err(StateError::Corrupt(_))));
+        assert!(matches!(read(&dir), Err(StateError::Corrupt(_))));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
     proptest! {
         #[test]
         fn any_single_byte_change_is_detected(h in 0u64..(1 << 39), s in -1i64..(1 << 39), d: u64, i: u64, at: usize, x in 1u8..=255) {
-            let text = encode(7, &Identity { instance: i, inherited: (i % 65537) as i32 - 1 }, &Persisted { horizon: h, safe: s, drifts: d });
-            let mut bytes = text.into_bytes();
+            let mut st = State::fresh(7, i, 1, 2);
+            st.me = Persisted { horizon: h, safe: s, drifts: d };
+            st.note((i % 65536) as u16, i % 2 == 0, st.me);
+            let mut bytes = encode(&st).into_bytes();
             let i = at % bytes.len();
             bytes[i] ^= x;
-            prop_assert!(decode(7, &bytes).is_err());
+            prop_assert!(decode(&bytes).is_err());
         }
     }
 }

@@ -86,10 +86,8 @@ done
 check "partition derived from the system identifier again" \
     "$(psql -At -c "SELECT partition_source FROM sno_generator")" "system identifier"
 
-# The sno.* prefix is reserved (PostgreSQL 15+; 14 only warns about unknown placeholders).
-if (("${SNO_PG_MAJOR:-15}" >= 15)); then
-    out="$("$bindir/psql" -X -d sno_gen -c "SET sno.no_such_setting = 1" 2>&1 || true)"
-    check "sno.* is a reserved prefix" "$(grep -c '"sno" is a reserved prefix' <<<"$out")" "1"
-fi
+# The sno.* prefix is reserved.
+out="$("$bindir/psql" -X -d sno_gen -c "SET sno.no_such_setting = 1" 2>&1 || true)"
+check "sno.* is a reserved prefix" "$(grep -c '"sno" is a reserved prefix' <<<"$out")" "1"
 
 exit $fail

@@ -6,8 +6,8 @@
 # each time the clock goes back an hour before the server comes back, then IDs are made into
 # the same primary key as before: zero duplicates, and the tick-tock bit has flipped. A second
 # hour back, into time already used, makes sno_generate fail (bounded wait), never repeat.
-# Then a corrupt and a missing state file: generation refuses with a HINT until
-# sno_generator_initialize(force => true) / sno_generator_initialize().
+# Then a corrupt and a missing state file: with an explicit partition generation refuses
+# until the HINT is followed; with a derived one it goes on with a new partition.
 #
 # Usage: restart_crash.sh SOCKET_DIR PORT BINDIR  (only BINDIR is used: own clusters)
 set -euo pipefail
@@ -129,7 +129,10 @@ start
 after_restart "postmaster SIGKILL, clock back 1 h"
 
 # --- corrupt and missing state files -----------------------------------------------------
+# With an explicit partition, generation refuses until the administrator acts; with a derived
+# one it goes on with a new derived partition (nothing is needed from the lost file).
 new_cluster
+psql -c "ALTER SYSTEM SET sno.partition = 5" -c "SELECT pg_reload_conf()" >/dev/null
 generate 1
 stop fast
 printf 'x' | dd of="$dir/data/sno_generator.state" bs=1 seek=30 conv=notrunc 2>/dev/null
@@ -139,12 +142,15 @@ grep -q 'WARNING:  sno: cannot use the generator state file' "$dir/server.log" |
 out="$(psql -c "SELECT sno_generate(1)" 2>&1 || true)"
 check "corrupt state file: sno_generate refuses" \
     "$(grep -c 'cannot use the sno generator state file' <<<"$out")" "1"
-grep -q 'HINT:  Restore the file from a backup' <<<"$out" || { echo "FAIL: no hint in: $out"; fail=1; }
+grep -q 'HINT:  Put back the last good copy of the file' <<<"$out" || { echo "FAIL: no hint in: $out"; fail=1; }
 check "corrupt state file: the view says why" \
     "$(psql -At -c "SELECT state LIKE 'unusable state file: the file is corrupt%' FROM sno_generator")" "t"
 out="$(psql -c "SELECT sno_generator_initialize()" 2>&1 || true)"
 check "corrupt state file: initialize without force refuses" \
     "$(grep -c 'cannot use the sno generator state file' <<<"$out")" "1"
+# The HINT's second branch: no good copy, so a partition no server has used, then force.
+psql -c "ALTER SYSTEM SET sno.partition = 6" -c "SELECT pg_reload_conf()" >/dev/null
+sleep 0.2
 check "corrupt state file: initialize(force => true) replaces it" \
     "$(psql -At -c "SELECT sno_generator_initialize(force => true)" 2>/dev/null)" "t"
 generate 2
@@ -152,14 +158,35 @@ check "corrupt state file: then 40000 distinct IDs" \
     "$(psql -At -c "SELECT count(*), count(DISTINCT id) FROM ids")" "40000|40000"
 
 stop fast
-rm "$dir/data/sno_generator.state"
+mv "$dir/data/sno_generator.state" "$dir/state.saved"
 start
 out="$(psql -c "SELECT sno_generate(1)" 2>&1 || true)"
 check "missing state file: sno_generate refuses" \
     "$(grep -c 'sno generator has no state file' <<<"$out")" "1"
-check "missing state file: initialize() creates it" "$(psql -At -c "SELECT sno_generator_initialize()")" "t"
+# The HINT's first branch: put back the file this server last wrote, then initialize.
+cp "$dir/state.saved" "$dir/data/sno_generator.state"
+chown postgres: "$dir/data/sno_generator.state"
+check "missing state file: initialize() adopts the file put back" "$(psql -At -c "SELECT sno_generator_initialize()")" "t"
 check "missing state file: initialize() again does nothing" "$(psql -At -c "SELECT sno_generator_initialize()")" "f"
 generate 3
 check "missing state file: then 60000 distinct IDs" \
     "$(psql -At -c "SELECT count(*), count(DISTINCT id) FROM ids")" "60000|60000"
+
+# A derived partition: a lost state file needs no step, and the new IDs use a new partition.
+psql -c "ALTER SYSTEM RESET sno.partition" -c "SELECT pg_reload_conf()" >/dev/null
+sleep 0.2
+generate 4
+before="$(psql -At -c "SELECT sno_current_partition()")"
+stop fast
+rm "$dir/data/sno_generator.state"
+echo "-7s" >"$dir/faketime"
+start
+generate 5
+check "derived partition, state file lost: generation goes on with a WARNING" \
+    "$(grep -c 'IDs are now made with a new derived partition' "$dir/server.log")" "1"
+check "derived partition, state file lost: a new partition" \
+    "$(psql -At -c "SELECT count(DISTINCT sno_partition(id)) FROM ids WHERE phase IN (4, 5)")" "2"
+check "derived partition, state file lost: 100000 distinct IDs" \
+    "$(psql -At -c "SELECT count(*), count(DISTINCT id) FROM ids")" "100000|100000"
+[[ -n "$before" ]] || fail=1
 exit $fail

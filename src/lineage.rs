@@ -1,0 +1,362 @@
+//! Lineage: what a data directory knows of the IDs made by every server it descends from or
+//! shares history with (its primary, the standbys promoted from it, the copies it was made
+//! from), and the decisions that keep those servers from ever making one ID twice.
+//!
+//! Pure Rust, no PostgreSQL: the glue passes in what it observes (the WAL timeline, whether a
+//! `backup_label` was present at start, the inode of `global/pg_control`, the configured
+//! partition) and a source of random numbers, and stores the result durably
+//! ([`crate::state`]) and in WAL (the `sno` resource manager), so that standbys, copies and
+//! restores receive it.
+//!
+//! The knowledge is a small table of *entries*, one per partition that some member of the
+//! lineage used, each with a bound ([`Persisted`]) on every ID made with that partition, and
+//! a flag saying whether it was this data directory's *incarnation* that used it. An
+//! incarnation is a random number drawn again whenever the data directory may have become a
+//! second, independent server:
+//!
+//! | event                               | how it is seen                                      |
+//! |-------------------------------------|-----------------------------------------------------|
+//! | a copy (base backup, clone, rewind) | `backup_label` at start, or `global/pg_control` has another inode than the one recorded |
+//! | a promotion, a PITR                 | the WAL timeline differs from the one recorded       |
+//! | pg_upgrade                          | the adopted state file names another system identifier |
+//! | a lost or unusable state file       | nothing is known: see [`State::fresh`]               |
+//!
+//! After such an event, the entries of the old incarnation count as *others'*. Then:
+//! * a derived partition (no `sno.partition`) is drawn again until it differs from every
+//!   partition others used, so copies, promoted standbys and their originals never share one;
+//! * an explicit partition that others used and this incarnation did not is
+//!   - after a promotion or PITR (a new WAL timeline): taken over, resuming after the bound
+//!     the lineage recorded for it (a standby receives every bound in WAL before the IDs it
+//!     covers, so every ID in the data it holds is covered; IDs its original made but never
+//!     sent may be made again, as with PostgreSQL's sequences);
+//!   - on a copy on the same timeline (a clone meant to run beside its original): refused
+//!     ([`Refusal::Inherited`]) until the server gets its own partition, or an administrator
+//!     says the original will never make IDs again (`force`).
+
+use crate::generator::derived_partition;
+use crate::state::Persisted;
+
+/// How many partitions the table remembers. Past that, the entries with the oldest bounds are
+/// folded into [`State::retired`], a bound applied to every partition.
+pub const MAX_ENTRIES: usize = 64;
+
+/// One partition used in the lineage.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Entry {
+    /// The partition.
+    pub partition: u16,
+    /// Whether this incarnation used it (else another member of the lineage did).
+    pub mine: bool,
+    /// Every ID made with this partition is within this bound.
+    pub bound: Persisted,
+}
+
+/// The `timeline` of a state adopted from the cluster this one was made from by pg_upgrade:
+/// it differs from every real WAL timeline, so the first judgment treats the upgrade like a
+/// promotion (the old cluster no longer runs).
+pub const UPGRADED: u32 = u32::MAX;
+
+/// Nothing used: the bound of a partition no one has used.
+pub const NOTHING: Persisted = Persisted {
+    horizon: 0,
+    safe: -1,
+    drifts: 0,
+};
+
+/// The lineage state of one data directory. `#[repr(C)]` and fixed-size: it lives in shared
+/// memory.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct State {
+    /// The cluster's system identifier.
+    pub system_identifier: u64,
+    /// This data directory's incarnation (random).
+    pub incarnation: u64,
+    /// The WAL timeline the state was last judged or replayed on (0: unknown).
+    pub timeline: u32,
+    /// The inode of `global/pg_control` of the data directory that owns `incarnation` (0:
+    /// unknown).
+    pub control_inode: u64,
+    /// A copy was seen (a `backup_label` or another inode) and not yet judged.
+    pub copied: bool,
+    /// This incarnation's own timeline, as last written: every ID it made is within it.
+    pub me: Persisted,
+    /// A bound on the IDs of every partition whose entry had to be dropped.
+    pub retired: Persisted,
+    /// Number of entries in use.
+    pub len: u32,
+    /// The entries (the first `len`).
+    pub entries: [Entry; MAX_ENTRIES],
+}
+
+/// Why `sno_generate` may not go on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Refusal {
+    /// The configured partition was used by the server this one is a copy of.
+    Inherited(u16),
+}
+
+/// What [`State::judge`] decided.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Judgment {
+    /// The partition to write into IDs.
+    pub partition: u16,
+    /// The bound the live timeline must absorb before it hands out IDs with `partition`
+    /// (everything others made with it, and the retired bound); [`NOTHING`] when none.
+    pub absorb: Persisted,
+    /// An explicit partition others used was taken over (after a promotion, or forced).
+    pub took_over: bool,
+    /// The state changed and must be written (and logged in WAL) before any ID is made.
+    pub changed: bool,
+    /// A new incarnation was started (a promotion or an unjudged copy).
+    pub new_incarnation: bool,
+}
+
+/// The per-timeline bounds (tick 0, tick 1) of a durable timeline; -1: nothing.
+pub fn ticks(p: &Persisted) -> [i64; 2] {
+    let t = (p.drifts & 1) as usize;
+    let mut b = [0i64; 2];
+    b[t] = p.horizon as i64;
+    b[1 - t] = p.safe;
+    b
+}
+
+/// The smallest bound that covers both `a` and `b`: on each tick-tock timeline, the later of
+/// the two. The current tick is that of the larger drift count.
+pub fn merge(a: Persisted, b: Persisted) -> Persisted {
+    let (ta, tb) = (ticks(&a), ticks(&b));
+    let drifts = a.drifts.max(b.drifts);
+    let t = (drifts & 1) as usize;
+    let hi = ta[t].max(tb[t]);
+    let other = ta[1 - t].max(tb[1 - t]);
+    Persisted {
+        horizon: hi.max(0) as u64,
+        safe: other,
+        drifts,
+    }
+}
+
+impl State {
+    /// A state with nothing known: a new cluster, or one whose state was lost.
+    pub fn fresh(system_identifier: u64, incarnation: u64, timeline: u32, inode: u64) -> State {
+        State {
+            system_identifier,
+            incarnation,
+            timeline,
+            control_inode: inode,
+            copied: false,
+            me: NOTHING,
+            retired: NOTHING,
+            len: 0,
+            entries: [Entry {
+                partition: 0,
+                mine: false,
+                bound: NOTHING,
+            }; MAX_ENTRIES],
+        }
+    }
+
+    /// The entries in use.
+    pub fn entries(&self) -> &[Entry] {
+        &self.entries[..self.len as usize]
+    }
+
+    fn find(&self, partition: u16, mine: bool) -> Option<usize> {
+        self.entries()
+            .iter()
+            .position(|e| e.partition == partition && e.mine == mine)
+    }
+
+    /// Records that `partition` was used (by this incarnation when `mine`) within `bound`.
+    pub fn note(&mut self, partition: u16, mine: bool, bound: Persisted) {
+        if let Some(i) = self.find(partition, mine) {
+            self.entries[i].bound = merge(self.entries[i].bound, bound);
+            return;
+        }
+        if self.len as usize == MAX_ENTRIES {
+            // Fold the entry whose IDs are oldest into the bound every partition respects.
+            let (i, _) = self
+                .entries()
+                .iter()
+                .enumerate()
+                .filter(|(_, e)| !e.mine)
+                .min_by_key(|(_, e)| ticks(&e.bound)[0].max(ticks(&e.bound)[1]))
+                .unwrap_or((0, &self.entries[0]));
+            self.retired = merge(self.retired, self.entries[i].bound);
+            self.entries[i] = self.entries[self.len as usize - 1];
+            self.len -= 1;
+        }
+        self.entries[self.len as usize] = Entry {
+            partition,
+            mine,
+            bound,
+        };
+        self.len += 1;
+    }
+
+    /// Whether this incarnation used `partition`.
+    pub fn is_mine(&self, partition: u16) -> bool {
+        self.find(partition, true).is_some()
+    }
+
+    /// The bound on what others made with `partition`, if any did.
+    pub fn others(&self, partition: u16) -> Option<Persisted> {
+        self.find(partition, false).map(|i| self.entries[i].bound)
+    }
+
+    /// This incarnation's timeline is now durably `me`: every partition it used is bounded
+    /// by it.
+    pub fn written(&mut self, me: Persisted) {
+        self.me = merge(self.me, me);
+        let me = self.me;
+        for e in self.entries[..self.len as usize].iter_mut() {
+            if e.mine {
+                e.bound = merge(e.bound, me);
+            }
+        }
+    }
+
+    /// Starts a new incarnation: what this one made becomes others'.
+    fn become_new(&mut self, incarnation: u64) {
+        let me = self.me;
+        for e in self.entries[..self.len as usize].iter_mut() {
+            if e.mine {
+                e.mine = false;
+                e.bound = merge(e.bound, me);
+            }
+        }
+        // Entries that are now duplicates (the same partition, others') are merged.
+        let old: Vec<Entry> = self.entries().to_vec();
+        self.len = 0;
+        for e in old {
+            self.note(e.partition, e.mine, e.bound);
+        }
+        self.me = NOTHING;
+        self.incarnation = incarnation;
+    }
+
+    /// At server start: a `backup_label` in the data directory, or a `global/pg_control` with
+    /// another inode than the one recorded, means this data directory is a copy. It starts a
+    /// new incarnation at once (so a standby's derived partition already differs from its
+    /// primary's), and is judged at its first ID ([`State::judge`]). Returns whether it is a
+    /// copy.
+    pub fn at_start(&mut self, backup_label: bool, inode: u64, incarnation: u64) -> bool {
+        let moved = self.control_inode != 0 && inode != 0 && inode != self.control_inode;
+        if self.control_inode == 0 {
+            self.control_inode = inode;
+        }
+        if backup_label || moved {
+            self.become_new(incarnation);
+            self.control_inode = inode;
+            self.copied = true;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// What another member of the lineage (or this incarnation, replaying its own WAL after a
+    /// crash) wrote to WAL: it made IDs with `partitions` within `bound`, on WAL timeline
+    /// `timeline`.
+    pub fn replay(
+        &mut self,
+        incarnation: u64,
+        timeline: u32,
+        partitions: &[u16],
+        bound: Persisted,
+    ) {
+        let mine = incarnation == self.incarnation;
+        for &p in partitions {
+            self.note(p, mine, bound);
+        }
+        if mine {
+            self.written(bound);
+        } else {
+            self.timeline = timeline;
+        }
+    }
+
+    /// The derived partition of this incarnation.
+    pub fn derived(&self) -> u16 {
+        derived_partition(self.system_identifier, self.incarnation)
+    }
+
+    /// Decides, before IDs are made on WAL timeline `timeline` with `configured` (the
+    /// `sno.partition` setting, `None` for a derived one), which partition to use and what
+    /// the live timeline must respect first. `draw` gives random incarnations. `force` takes
+    /// over an explicit partition a copy's original used (the administrator says it will
+    /// never make IDs again).
+    pub fn judge(
+        &mut self,
+        timeline: u32,
+        configured: Option<u16>,
+        force: bool,
+        mut draw: impl FnMut() -> u64,
+    ) -> Result<Judgment, Refusal> {
+        let promoted = self.timeline != 0 && self.timeline != timeline;
+        let mut new_incarnation = false;
+        if promoted {
+            // A promotion or a PITR: the old timeline may still run elsewhere (the old
+            // primary), so this server is a new incarnation from here on.
+            self.become_new(draw());
+            new_incarnation = true;
+        }
+        let partition = match configured {
+            Some(p) => p,
+            None => {
+                while self.others(self.derived()).is_some() && !self.is_mine(self.derived()) {
+                    self.incarnation = draw();
+                }
+                self.derived()
+            }
+        };
+        let mut took_over = false;
+        let mut absorb = self.retired;
+        let changed = promoted || self.copied || self.timeline == 0 || !self.is_mine(partition);
+        if let Some(theirs) = self.others(partition) {
+            if !self.is_mine(partition) {
+                // Either a copy meant to run beside its original (refused), or a server
+                // that replaces it: after a promotion, or by an administrator's word.
+                if !(promoted || force) {
+                    return Err(Refusal::Inherited(partition));
+                }
+                took_over = true;
+            }
+            absorb = merge(absorb, theirs);
+        }
+        self.timeline = timeline;
+        self.copied = false;
+        let me = self.me;
+        self.note(partition, true, me);
+        Ok(Judgment {
+            partition,
+            absorb,
+            took_over,
+            changed,
+            new_incarnation,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(horizon: u64, safe: i64, drifts: u64) -> Persisted {
+        Persisted {
+            horizon,
+            safe,
+            drifts,
+        }
+    }
+
+    #[test]
+    fn merge_takes_the_later_bound_of_each_tick() {
+        assert_eq!(merge(p(10, -1, 0), p(20, -1, 0)), p(20, -1, 0));
+        // a: tick 0 up to 10; b: tick 1 up to 7, tick 0 up to 12.
+        assert_eq!(merge(p(10, -1, 0), p(7, 12, 1)), p(7, 12, 1));
+        assert_eq!(merge(p(30, 5, 2), p(7, 12, 1)), p(30, 7, 2));
+        assert_eq!(merge(NOTHING, p(5, 3, 4)), p(5, 3, 4));
+    }
+}

@@ -1,0 +1,104 @@
+//! The `sno` custom WAL resource manager: the generator's lineage state travels in WAL, so
+//! every standby, PITR restore and rewound server knows, for each partition its primary used,
+//! a bound on the IDs in the data it holds.
+//!
+//! A primary writes one record (about 40 bytes) each time it writes its state file: before it
+//! hands out IDs past its durable horizon (about once a second while IDs are made), and when
+//! its lineage state changes. The record precedes in WAL every row holding those IDs, so a
+//! server that replayed a row also replayed the bound that covers it. Redo merges the record
+//! into the replaying server's lineage state and writes its state file.
+//!
+//! A custom resource manager needs `shared_preload_libraries = 'sno'` on every server that
+//! replays WAL (standbys, restores, and the primary's own crash recovery): without it,
+//! PostgreSQL stops replay at the first sno record, with its own error and a HINT to add the
+//! library. That is deliberate: a standby that skipped these records could not tell, when
+//! promoted, which IDs its primary already made.
+//!
+//! ID 213 is not taken in PostgreSQL's list of custom resource managers (wiki page
+//! "CustomWALResourceManagers"); it must be reserved there before a release.
+
+use crate::shmem;
+use crate::state::{decode_record, encode_record};
+use core::ffi::{c_char, CStr};
+use pgrx::pg_sys;
+use pgrx::prelude::*;
+
+/// The resource manager ID (custom IDs are 128-255; 128 is for experiments).
+pub const RM_ID: u8 = 213;
+/// The one record type: a lineage bound. The low four bits of `xl_info` belong to PostgreSQL.
+const XLOG_SNO_LINEAGE: u8 = 0x10;
+
+/// Registers the resource manager. Called from `_PG_init` while the postmaster preloads
+/// libraries.
+pub fn init() {
+    let mut rmgr = pg_sys::RmgrData {
+        rm_name: c"sno".as_ptr(),
+        rm_redo: Some(redo),
+        rm_desc: Some(desc),
+        rm_identify: Some(identify),
+        rm_startup: None,
+        rm_cleanup: None,
+        rm_mask: None,
+        rm_decode: None,
+    };
+    // SAFETY: called once, during shared_preload_libraries; PostgreSQL copies the struct, and
+    // the name is a static string.
+    unsafe { pg_sys::RegisterCustomRmgr(RM_ID, &mut rmgr) }
+}
+
+/// Writes a lineage record for the state in `s` on WAL timeline `timeline`. Call under the
+/// shard table's lock, after the state file is written and before any ID it covers is handed
+/// out. The record is not flushed: the rows holding the IDs come after it in WAL.
+pub fn log_lineage(st: &crate::lineage::State, timeline: u32) {
+    let rec = encode_record(st, timeline);
+    // SAFETY: the data outlives XLogInsert, which copies it.
+    unsafe {
+        pg_sys::XLogBeginInsert();
+        pg_sys::XLogRegisterData(rec.as_ptr() as *mut _, rec.len() as _);
+        pg_sys::XLogInsert(RM_ID, XLOG_SNO_LINEAGE);
+    }
+}
+
+/// The main data of the record being replayed.
+unsafe fn record_data<'a>(record: *mut pg_sys::XLogReaderState) -> &'a [u8] {
+    let decoded = (*record).record;
+    core::slice::from_raw_parts(
+        (*decoded).main_data as *const u8,
+        (*decoded).main_data_len as usize,
+    )
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn redo(record: *mut pg_sys::XLogReaderState) {
+    let Some(rec) = decode_record(record_data(record)) else {
+        pgrx::error!("sno: invalid lineage record in WAL");
+    };
+    let Some(s) = shmem::shared() else {
+        // Registered only together with the shared memory, so this cannot happen.
+        pgrx::error!("sno: shared memory is not initialised");
+    };
+    crate::generate::replay(s, &rec);
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn desc(buf: pg_sys::StringInfo, record: *mut pg_sys::XLogReaderState) {
+    let text = match decode_record(record_data(record)) {
+        Some(r) => format!(
+            "incarnation {} timeline {} partitions {:?} horizon {} safe {} drifts {}",
+            r.incarnation, r.timeline, r.partitions, r.bound.horizon, r.bound.safe, r.bound.drifts
+        ),
+        None => "invalid".to_string(),
+    };
+    let c = std::ffi::CString::new(text).unwrap_or_default();
+    pg_sys::appendStringInfoString(buf, c.as_ptr());
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn identify(info: u8) -> *const c_char {
+    const LINEAGE: &CStr = c"LINEAGE";
+    if info & !0x0f == XLOG_SNO_LINEAGE {
+        LINEAGE.as_ptr()
+    } else {
+        core::ptr::null()
+    }
+}

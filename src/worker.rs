@@ -1,0 +1,50 @@
+//! The `sno lineage` background worker: it keeps the durable lineage state in step with the
+//! server's configuration and WAL timeline without waiting for the next `sno_generate`.
+//!
+//! Why: a copy of the data directory (a base backup, a clone) learns which partitions its
+//! original uses from the state file it receives. A partition set with `sno.partition` and a
+//! reload must be in that file before any copy is taken, even if the server makes no ID in
+//! between; and a promoted standby should record its new incarnation (and its WAL record,
+//! which cascaded standbys replay) at once. The worker judges the lineage
+//! ([`crate::lineage::State::judge`]) and writes it at start, at every configuration reload,
+//! and once a second otherwise. It starts once recovery is over (on a standby: at promotion),
+//! needs no database, and does nothing while the state is missing or unusable (that is for
+//! `sno_generate`'s HINT and the administrator).
+
+use crate::shmem;
+use core::time::Duration;
+use pgrx::bgworkers::{BackgroundWorker, BackgroundWorkerBuilder, SignalWakeFlags};
+use pgrx::prelude::*;
+
+/// Registers the worker. Called from `_PG_init` while the postmaster preloads libraries.
+pub fn init() {
+    BackgroundWorkerBuilder::new("sno lineage")
+        .set_type("sno lineage")
+        .set_library("sno")
+        .set_function("sno_lineage_main")
+        .enable_spi_access()
+        .set_restart_time(Some(Duration::from_secs(1)))
+        .load();
+}
+
+/// The worker's main loop.
+#[pg_guard]
+#[no_mangle]
+pub extern "C-unwind" fn sno_lineage_main(_arg: pg_sys::Datum) {
+    BackgroundWorker::attach_signal_handlers(SignalWakeFlags::SIGHUP | SignalWakeFlags::SIGTERM);
+    // No database: a full backend initialisation is what WAL insertion needs.
+    BackgroundWorker::connect_worker_to_spi(None, None);
+    let Some(s) = shmem::shared() else {
+        return;
+    };
+    loop {
+        crate::generate::settle(s);
+        if !BackgroundWorker::wait_latch(Some(Duration::from_secs(1))) {
+            break;
+        }
+        if BackgroundWorker::sighup_received() {
+            // SAFETY: the standard reload of a process that received SIGHUP.
+            unsafe { pg_sys::ProcessConfigFile(pg_sys::GucContext::PGC_SIGHUP) };
+        }
+    }
+}
