@@ -622,9 +622,13 @@ fn raise_clock_out_of_range() -> ! {
 /// Sleeps on the process latch until the wall clock reaches unit `until`. The time spent in
 /// all waits of one call is bounded by `sno.max_clock_wait`; past it the call fails.
 fn wait_for_unit(s: &Shared, until: u64, since: &mut Option<std::time::Instant>, why: &str) {
+    if until > MAX_UNITS {
+        // The last unit of the format is used up: no later unit exists to wait for.
+        raise_clock_out_of_range();
+    }
     let started = *since.get_or_insert_with(std::time::Instant::now);
     let max_ms = gucs::MAX_CLOCK_WAIT_MS.get().max(0) as u128;
-    let target_ns = units_to_unix_nanos(until.min(MAX_UNITS));
+    let target_ns = units_to_unix_nanos(until);
     loop {
         pgrx::check_for_interrupts!();
         let now_ns = std::time::SystemTime::now()
@@ -768,6 +772,45 @@ fn sno_generator_backends() -> TableIterator<
                 x.lease_tick.load(Relaxed) as i32,
                 x.lease_start.load(Relaxed) as i32,
                 x.lease_end.load(Relaxed) as i32,
+            )
+        })
+        .collect();
+    TableIterator::new(rows)
+}
+
+/// `sno_generator_lineage()`: what this data directory knows of the partitions used in its
+/// lineage (this server, the servers it was copied or promoted from, their standbys that were
+/// promoted), one row per partition and user, with the time up to which IDs may have been made
+/// with it on each tick-tock timeline ([`crate::lineage`]).
+#[pg_extern(volatile, parallel_safe)]
+#[allow(clippy::type_complexity)]
+fn sno_generator_lineage() -> TableIterator<
+    'static,
+    (
+        name!(partition, i32),
+        name!(used_here, bool),
+        name!(ids_until, Option<TimestampWithTimeZone>),
+        name!(tick, i32),
+        name!(other_tick_until, Option<TimestampWithTimeZone>),
+    ),
+> {
+    let s = shared_or_raise();
+    let st = shmem::locked(s, |g| g.lineage);
+    let ts = |u: i64| {
+        (u >= 0)
+            .then(|| TimestampWithTimeZone::try_from(units_to_pg_micros(u as u64)).ok())
+            .flatten()
+    };
+    let rows: Vec<_> = st
+        .entries()
+        .iter()
+        .map(|e| {
+            (
+                e.partition as i32,
+                e.mine,
+                ts(e.bound.horizon as i64),
+                (e.bound.drifts & 1) as i32,
+                ts(e.bound.safe),
             )
         })
         .collect();

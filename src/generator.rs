@@ -119,7 +119,11 @@ impl Timeline {
     /// `ahead` units past the high-water mark once it comes within `margin` units of the
     /// written one, or the new tick-tock state after a flip. `None`: nothing to write.
     pub fn due(&self, ahead: u64, margin: u64) -> Option<Persisted> {
-        if self.drifts != self.written_drifts || self.hi.saturating_add(margin) > self.horizon {
+        // Near the end of the format's range the horizon cannot move past its last unit:
+        // once it is there, it is written once, not at every lease.
+        let max = crate::layout::MAX_UNITS;
+        let renew = self.hi.saturating_add(margin) > self.horizon && self.horizon < max;
+        if self.drifts != self.written_drifts || renew {
             Some(Persisted {
                 horizon: self.hi.saturating_add(ahead).min(crate::layout::MAX_UNITS),
                 safe: self.safe,
@@ -478,6 +482,25 @@ mod tests {
             tl.lease(2000, 16),
             Grant::Lease { flipped: false, .. }
         ));
+    }
+
+    #[test]
+    fn the_last_unit_of_the_format_is_written_once_and_then_full() {
+        let max = crate::layout::MAX_UNITS;
+        let mut tl = Timeline::new();
+        assert!(matches!(tl.lease(max - 1, 16), Grant::Lease { .. }));
+        let p = tl.due(AHEAD, MARGIN).expect("first horizon");
+        assert_eq!(p.horizon, max);
+        tl.written(p);
+        assert!(matches!(tl.lease(max, POOL), Grant::Lease { .. }));
+        assert_eq!(
+            tl.due(AHEAD, MARGIN),
+            None,
+            "written again at the end of time"
+        );
+        // The pool of the last unit is used up: the wait target lies beyond the format, which
+        // the glue reports as a clock out of range instead of waiting.
+        assert_eq!(tl.lease(max, 1), Grant::FullUnit { until: max + 1 });
     }
 
     #[test]

@@ -44,6 +44,9 @@ GRANT EXECUTE ON FUNCTION sno_generator_backends() TO pg_monitor;
 CREATE VIEW sno_generator_backends AS SELECT * FROM sno_generator_backends();
 COMMENT ON VIEW sno_generator_backends IS 'sno generator usage per backend (superusers and pg_monitor)';
 GRANT SELECT ON sno_generator_backends TO pg_monitor;
+CREATE VIEW sno_generator_lineage AS SELECT * FROM sno_generator_lineage();
+COMMENT ON VIEW sno_generator_lineage IS 'partitions used in this data directory''s lineage, and up to when';
+GRANT SELECT ON sno_generator_lineage TO PUBLIC;
 REVOKE ALL ON FUNCTION sno_generator_initialize(bool, bool) FROM PUBLIC;
 -- A new cluster gets its generator state file here (a no-op when it has one, or when sno is
 -- not preloaded).
@@ -53,6 +56,7 @@ SELECT sno_generator_initialize();
     requires = [
         generate::sno_generator_info,
         generate::sno_generator_backends,
+        generate::sno_generator_lineage,
         generate::sno_generator_initialize
     ]
 );

@@ -67,3 +67,37 @@ SELECT name, setting, unit, context, min_val, max_val FROM pg_settings WHERE nam
 -- ALTER SYSTEM cannot run in a function, so these show psql's error output.
 ALTER SYSTEM SET sno.partition = 65536;
 ALTER SYSTEM SET sno.partition = -2;
+
+-- The lineage travels in WAL: sno's resource manager is registered, and the records the
+-- generator writes are in WAL, described by it.
+SELECT rm_id, rm_name, rm_builtin FROM pg_get_wal_resource_managers() WHERE rm_name = 'sno';
+CREATE EXTENSION IF NOT EXISTS pg_walinspect;
+SELECT pg_current_wal_flush_lsn() AS before_lsn \gset
+-- A reload of the same configuration writes nothing; initialize on a ready server neither.
+SELECT sno_generator_initialize() AS initialized_again;
+-- A change of the state is written before IDs are made: a new horizon once the clock passes
+-- the last one (2 s ahead), so wait for it.
+SELECT pg_sleep(2.2);
+-- With a transaction ID, the commit flushes WAL up to its commit record.
+SELECT count(*), txid_current() > 0 AS flushed FROM (SELECT sno_generate(1) FROM generate_series(1, 10)) s;
+SELECT resource_manager, record_type,
+       description ~ '^incarnation [0-9]+ timeline 1 partitions \[[0-9]+\] horizon [0-9]+ safe -1 drifts 0$' AS described
+FROM pg_get_wal_records_info(:'before_lsn', pg_current_wal_flush_lsn())
+WHERE resource_manager = 'sno' LIMIT 1;
+DROP EXTENSION pg_walinspect;
+
+-- Initialisation is for superusers only.
+CREATE ROLE sno_plain_user;
+SET ROLE sno_plain_user;
+SELECT pg_temp.err('SELECT sno_generator_initialize()');
+SELECT pg_temp.err('SELECT sno_generator_initialize(take_over => true)');
+RESET ROLE;
+DROP ROLE sno_plain_user;
+SELECT p.oid::regprocedure, provolatile, proparallel, pg_get_function_arguments(p.oid)
+FROM pg_proc p WHERE proname = 'sno_generator_initialize';
+
+-- The lineage this server knows: here, only its own partition, used up to its horizon.
+SELECT count(*) AS partitions, bool_and(used_here) AS all_here,
+       bool_and(partition = sno_current_partition()) AS own_partition,
+       bool_and(ids_until > now()) AS horizon_ahead
+FROM sno_generator_lineage;
