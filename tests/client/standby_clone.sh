@@ -29,7 +29,7 @@ start() {
         { tail -20 "$work/$1.log"; return 1; }
 }
 stop_all() {
-    for d in primary standby clone clone2; do
+    for d in primary standby clone clone2 clone3; do
         [[ -d "$work/$d" ]] && sudo -u postgres "$bindir/pg_ctl" -D "$work/$d" -m immediate -w stop >/dev/null 2>&1
     done
     rm -rf "$work"
@@ -120,4 +120,32 @@ grep -q "HINT:  Give this server its own sno.partition" <<<"$out" || { echo "FAI
 q "$C2" -c "ALTER SYSTEM SET sno.partition = 10" -c "SELECT pg_reload_conf()" >/dev/null
 for _ in $(seq 50); do [[ "$(q "$C2" -c "SELECT sno_current_partition()")" == 10 ]] && break; sleep 0.1; done
 check "with its own partition it makes IDs" "$(q "$C2" -c "SELECT sno_partition(sno_generate(1))")" "10"
+
+# --- a copy whose state file cannot be written at its first start ---------------------------
+# Nothing is half-done: the copy keeps its new state in memory, makes no ID until the file is
+# written, and never ends up with its original's partition (not even with force).
+sudo -u postgres "$bindir/pg_basebackup" -h "$work" -p "$P" -U postgres -D "$work/clone3" -X stream -c fast
+sudo -u postgres mkdir "$work/clone3/sno_generator.state.tmp"
+C3=$((base + 4))
+start clone3 "$C3"
+grep -q "sno: could not write the generator state file" "$work/clone3.log" ||
+    { echo "FAIL: no WARNING for the failed write at start"; fail=1; }
+g3() { "$bindir/psql" -X -h "$work" -p "$C3" -U postgres -d postgres -c "SELECT sno_generate(1)" 2>&1 || true; }
+out="$(g3)"
+check "copy with an unwritable state file: refused with the original's partition" \
+    "$(grep -c 'this server is a copy of one that made IDs with partition 9' <<<"$out")" "1"
+out="$(q "$C3" -c "SELECT sno_generator_initialize(force => true)" 2>&1 || true)"
+check "force neither accepts the original's partition nor half-writes" \
+    "$(grep -c 'could not write sno generator state file' <<<"$out")" "1"
+check "then: still refused with the original's partition" \
+    "$(grep -c 'this server is a copy of one that made IDs with partition 9' <<<"$(g3)")" "1"
+# The HINT's first branch: its own partition.
+q "$C3" -c "ALTER SYSTEM SET sno.partition = 11" -c "SELECT pg_reload_conf()" >/dev/null
+sleep 0.3
+out="$(g3)"
+check "own partition, state file still unwritable: no ID" "$(grep -c 'could not write sno generator state file' <<<"$out")" "1"
+grep -q "HINT:  Check the data directory's free space and permissions." <<<"$out" || { echo "FAIL: no hint in: $out"; fail=1; }
+# Following that HINT: the obstacle is in the data directory.
+rm -rf "$work/clone3/sno_generator.state.tmp"
+check "then IDs with its own partition" "$(q "$C3" -c "SELECT sno_partition(sno_generate(1))")" "11"
 exit $fail
