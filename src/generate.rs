@@ -259,9 +259,9 @@ fn judge(
             g.judged = key;
             if j.took_over {
                 pgrx::warning!(
-                    "sno: partition {} was used by the server this one was {}; IDs go on after the last of them this server received",
+                    "sno: partition {} was used before this server's {}; IDs go on after the last of them this server knows of",
                     j.partition,
-                    if take_over { "copied from" } else { "promoted from" }
+                    if take_over { "copy was taken over (take_over => true)" } else { "promotion, point-in-time restore or upgrade" }
                 );
             }
             Ok(())

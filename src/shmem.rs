@@ -295,9 +295,10 @@ fn restore_state(s: &mut Shared) {
                 }
             }
             pgrx::log!(
-                "sno: generator state restored: IDs resume after unit {} (tick-tock bit {})",
+                "sno: generator state restored: this server's IDs resume after unit {} (tick-tock bit {}); {} partitions known in its lineage",
                 st.me.horizon,
-                st.me.drifts & 1
+                st.me.drifts & 1,
+                st.len
             );
         }
         Ok(None) => {
