@@ -462,7 +462,7 @@ fn raise_inherited(p: u16) -> ! {
         format!("this server is a copy of one that made IDs with partition {p}"),
     )
     .detail(format!("sno.partition is {p} here too; two servers making IDs with one partition could repeat IDs."))
-    .hint("Give this server its own sno.partition, one no other server uses (in postgresql.conf or with ALTER SYSTEM), and reload the configuration. If the server it was copied from will never make IDs again, run SELECT sno_generator_initialize(take_over => true); as a superuser instead.")
+    .hint("Give this server its own sno.partition, one no other server uses (in postgresql.conf or with ALTER SYSTEM), and reload the configuration.")
     .raise()
 }
 
@@ -473,7 +473,7 @@ fn raise_state(s: &Shared, st: u32) -> ! {
             format!("sno generator has no state file (\"{}\" in the data directory)", crate::state::FILE_NAME),
         )
         .detail("The file records up to when this server's partition was used, so that a restart with the clock set back cannot repeat IDs.".into())
-        .hint("Put back the file this server last wrote (after pg_upgrade: the one in the old data directory) and run SELECT sno_generator_initialize(); as a superuser. If there is no such file, first give this server a sno.partition no server has used and reload the configuration, then run SELECT sno_generator_initialize();.")
+        .hint("If the file was moved away, put it back (after pg_upgrade: copy the one in the old data directory) and run SELECT sno_generator_initialize(); as a superuser; a copy from an older backup is not enough. Otherwise first give this server a sno.partition no server has used and reload the configuration, then run SELECT sno_generator_initialize();.")
         .raise()
     } else {
         UserError::new(
@@ -481,7 +481,7 @@ fn raise_state(s: &Shared, st: u32) -> ! {
             format!("cannot use the sno generator state file \"{}\": {}", crate::state::FILE_NAME, s.reason()),
         )
         .detail("Without it a restart with the clock set back could repeat IDs, so none are made.".into())
-        .hint("Put back the last good copy of the file and run SELECT sno_generator_initialize(); as a superuser. If there is none, first give this server a sno.partition no server has used and reload the configuration, then run SELECT sno_generator_initialize(force => true);.")
+        .hint("Give this server a sno.partition no server has used and reload the configuration, then run SELECT sno_generator_initialize(force => true); as a superuser. A copy of the file from a backup is not enough: IDs made after it could repeat.")
         .raise()
     }
 }

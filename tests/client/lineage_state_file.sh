@@ -1,0 +1,176 @@
+#!/usr/bin/env bash
+# shellcheck source-path=SCRIPTDIR
+# A lost or corrupt generator state file, each HINT followed literally, with the clock set back
+# while the server was down (libfaketime). Three servers:
+#  r1  sno.partition = 7. 3,000 IDs; stop; the state file moved away; restart with the clock
+#      7 s back: sno_generate refuses ("sno generator has no state file") with the documented
+#      HINT. Its first branch, while the server runs: the file put back, then the SQL the HINT
+#      names (it returns true); 3,000 more IDs. Then a byte of the file flipped: refusal
+#      ("cannot use the sno generator state file"); its HINT has one branch: a partition no
+#      server has used, ALTER SYSTEM, reload, the SQL it names.
+#  r2  sno.partition = 8. The file gone for good (the missing-file HINT's second branch), then
+#      corrupt (the corrupt-file HINT): each time a partition no server has used, ALTER SYSTEM,
+#      pg_reload_conf(), the SQL the HINT names, with the clock 7 s and then 14 s back.
+#  r3  a derived partition (no sno.partition): a missing, then a corrupt file needs no step:
+#      generation goes on with a new derived partition and a WARNING.
+#  r4  sno.partition = 12, a corrupt file, and a copy of it in a file-level backup taken before
+#      the server's last 12 s of IDs (pgbench); restart with the clock 7 s back. The HINT says
+#      such a copy is not enough (putting it back would repeat those 12 s of IDs): it is left
+#      alone and the HINT followed; pgbench again.
+# Every ID of the three servers goes to the ledger: zero duplicates; none refused wrongly.
+#
+# Usage: lineage_state_file.sh SOCKET_DIR PORT BINDIR  (only PORT and BINDIR: own clusters)
+set -euo pipefail
+# shellcheck source=cluster.bash
+source "$(dirname "${BASH_SOURCE[0]}")/cluster.bash"
+cluster_setup lineage_state_file "$2" "$3"
+
+HINT_MISSING="If the file was moved away, put it back (after pg_upgrade: copy the one in the old data directory) and run SELECT sno_generator_initialize(); as a superuser; a copy from an older backup is not enough. Otherwise first give this server a sno.partition no server has used and reload the configuration, then run SELECT sno_generator_initialize();."
+HINT_CORRUPT="Give this server a sno.partition no server has used and reload the configuration, then run SELECT sno_generator_initialize(force => true); as a superuser. A copy of the file from a backup is not enough: IDs made after it could repeat."
+
+# new_server NAME [PARTITION]: sno preloaded (command line), the extension, the ids table, and
+# the partition set with ALTER SYSTEM (so that the HINT's "give this server a sno.partition ...
+# and reload" can be followed: a -c setting would override it).
+new_server() {
+    node_init "$1"
+    node_cmdline "$1" shared_preload_libraries=sno
+    node_start "$1"
+    node_sql "$1" "CREATE EXTENSION sno"
+    node_ids_table "$1"
+    if [[ -n "${2:-}" ]]; then
+        node_alter "$1" sno.partition "$2"
+        node_reload "$1" sno.partition "$2"
+    fi
+}
+
+# run_hint_sql NAME N: runs the N-th SQL statement of CL_HINT on NAME, as it is written there;
+# prints what it returned.
+run_hint_sql() {
+    local sql
+    sql="$(hint_sql "$CL_HINT" "$2")"
+    [[ -n "$sql" ]] || die "no SQL statement number $2 in the HINT: $CL_HINT"
+    echo "    $1: following the HINT: $sql" >&2
+    node_sql "$1" "$sql"
+}
+
+# new_partition NAME: the HINT's "give this server a sno.partition no server has used and
+# reload the configuration": a partition no ledger ID carries and no server was given.
+new_partition() {
+    local p
+    p="$(ledger_unused_partition)"
+    echo "    $1: following the HINT: ALTER SYSTEM SET sno.partition = $p; SELECT pg_reload_conf();"
+    node_alter "$1" sno.partition "$p"
+    node_reload "$1" sno.partition "$p"
+    NEW_PARTITION="$p"
+}
+
+# --- r1: the file put back (first branch of each HINT) ----------------------------------------
+echo "--- r1: sno.partition = 7; the state file put back"
+new_server r1 7
+node_gen r1 first 3000
+node_stop r1
+as_pg mv "$(node_state_file r1)" "$(node_dir r1)/state.away"
+node_clock r1 -7s
+node_start r1
+node_expect_refusal r1 "r1, no state file" "sno generator has no state file" "$HINT_MISSING"
+as_pg cp -p "$(node_dir r1)/state.away" "$(node_state_file r1)"
+check "r1: the first branch's SQL returns true" "$(run_hint_sql r1 1)" t
+node_gen r1 put_back 3000
+check "r1: the IDs after the restart carry partition 7" \
+    "$(node_sql r1 "SELECT string_agg(DISTINCT sno_partition(id)::text, ',') FROM ids WHERE origin = 'r1:put_back'")" 7
+check "r1: the clock was 7 s back (new IDs older than the last ones before)" \
+    "$(node_sql r1 "SELECT min(sno_time(id)) FILTER (WHERE origin = 'r1:put_back') < max(sno_time(id)) FILTER (WHERE origin = 'r1:first') FROM ids")" t
+ledger_check "r1: 6,000 IDs around a lost state file put back"
+
+node_stop r1
+as_pg cp -p "$(node_state_file r1)" "$(node_dir r1)/state.good"
+node_corrupt_state r1
+mark="$(node_log_mark r1)"
+node_start r1
+check "r1: a WARNING at start-up for the corrupt file" \
+    "$(node_log_since r1 "$mark" | grep -c "WARNING:  sno: cannot use the generator state file")" 1
+node_expect_refusal r1 "r1, corrupt state file" "cannot use the sno generator state file" "$HINT_CORRUPT"
+new_partition r1
+p0="$NEW_PARTITION"
+check "r1: the HINT's SQL returns true" "$(run_hint_sql r1 1)" t
+node_gen r1 good_copy 3000
+node_pgbench r1 good_copy_pgbench 3
+check "r1: after the corrupt file, IDs carry the new partition" \
+    "$(node_sql r1 "SELECT string_agg(DISTINCT sno_partition(id)::text, ',') FROM ids WHERE origin LIKE 'r1:good_copy%'")" "$p0"
+ledger_check "r1: every ID around a corrupt state file"
+node_stop r1
+
+# --- r2: no file, then no good copy (second branch of each HINT) --------------------------------
+echo "--- r2: sno.partition = 8; the state file gone for good, then corrupt without a copy"
+new_server r2 8
+node_gen r2 first 3000
+node_stop r2
+as_pg rm "$(node_state_file r2)"
+node_clock r2 -7s
+node_start r2
+node_expect_refusal r2 "r2, no state file" "sno generator has no state file" "$HINT_MISSING"
+new_partition r2
+p1="$NEW_PARTITION"
+check "r2: the second branch's SQL returns true" "$(run_hint_sql r2 2)" t
+node_gen r2 new_partition 3000
+check "r2: new IDs carry the new partition" \
+    "$(node_sql r2 "SELECT string_agg(DISTINCT sno_partition(id)::text, ',') FROM ids WHERE origin = 'r2:new_partition'")" "$p1"
+
+node_stop r2
+node_corrupt_state r2
+node_clock r2 -14s
+node_start r2
+node_expect_refusal r2 "r2, corrupt state file" "cannot use the sno generator state file" "$HINT_CORRUPT"
+new_partition r2
+p2="$NEW_PARTITION"
+check "r2: the HINT's SQL returns true" "$(run_hint_sql r2 1)" t
+node_gen r2 forced 3000
+check "r2: new IDs carry the second new partition" \
+    "$(node_sql r2 "SELECT string_agg(DISTINCT sno_partition(id)::text, ',') FROM ids WHERE origin = 'r2:forced'")" "$p2"
+node_stop r2
+
+# --- r3: a derived partition needs no step --------------------------------------------------------
+echo "--- r3: derived partition; the state file missing, then corrupt"
+new_server r3
+node_gen r3 first 3000
+d0="$(node_partition r3)"
+node_stop r3
+as_pg rm "$(node_state_file r3)"
+node_clock r3 -7s
+node_start r3
+node_gen r3 missing 3000
+check "r3, no state file: a WARNING says a new derived partition is used" \
+    "$(grep -c "WARNING:  sno: the generator state file was missing; IDs are now made with a new derived partition" <<<"$CL_SAID")" 1
+d1="$(node_partition r3)"
+check_distinct "r3: a new derived partition without a state file" "$d1" "$d0"
+node_stop r3
+node_corrupt_state r3
+node_clock r3 -14s
+node_start r3
+node_gen r3 corrupt 3000
+check "r3, corrupt state file: a WARNING says a new derived partition is used" \
+    "$(grep -c "WARNING:  sno: the generator state file was unusable (.*); IDs are now made with a new derived partition" <<<"$CL_SAID")" 1
+d2="$(node_partition r3)"
+check_distinct "r3: a new derived partition with a corrupt state file" "$d2" "$d1" "$d0"
+node_pgbench r3 corrupt_pgbench 3
+
+# --- r4: the last good copy is a backup older than the last IDs -------------------------------
+echo "--- r4: sno.partition = 12; corrupt file, a copy from a backup taken before the last IDs at hand"
+new_server r4 12
+node_gen r4 first 3000
+as_pg cp -p "$(node_state_file r4)" "$(node_dir r4)/state.backup" # a file-level backup of the data directory
+node_pgbench r4 after_backup 12
+node_stop r4
+node_corrupt_state r4
+node_clock r4 -7s
+node_start r4
+node_expect_refusal r4 "r4, corrupt state file" "cannot use the sno generator state file" "$HINT_CORRUPT"
+check "r4: the HINT says a backup copy is not enough" "$(grep -c 'A copy of the file from a backup is not enough' <<<"$CL_HINT")" 1
+new_partition r4
+check "r4: the HINT's SQL returns true" "$(run_hint_sql r4 1)" t
+node_pgbench r4 hint_followed 3
+ledger_check "r4: every ID around a corrupt state file with an old backup copy at hand" "node = 'r4'"
+
+ledger_check "all servers: every ID ever issued"
+ledger_summary
+exit "$fail"
