@@ -338,10 +338,10 @@ run_case_body() {
         local hint file cmd
         hint="$(sed -n 's/^HINT:  //p' <<<"$out")"
         check "$name: the HINT" "$hint" \
-            "Put back the file this server last wrote (after pg_upgrade: the one in the old data directory) and run SELECT sno_generator_initialize(); as a superuser. If there is no such file, first give this server a sno.partition no server has used and reload the configuration, then run SELECT sno_generator_initialize();."
+            "If the file was moved away, put it back (after pg_upgrade: copy the one in the old data directory) and run SELECT sno_generator_initialize(); as a superuser; a copy from an older backup is not enough. Otherwise first give this server a sno.partition no server has used and reload the configuration, then run SELECT sno_generator_initialize();."
         # Follow it: the file (named in the ERROR) from the old data directory, then the command.
         file="$(sed -n 's/^ERROR:  .*("\([^"]*\)" in the data directory).*/\1/p' <<<"$out")"
-        cmd="$(sed -n 's/^Put back the file .*(after pg_upgrade: the one in the old data directory) and run \(SELECT [^;]*;\) as a superuser\..*/\1/p' <<<"$hint")"
+        cmd="$(sed -n 's/^If the file was moved away, put it back (after pg_upgrade: copy the one in the old data directory) and run \(SELECT [^;]*;\) as a superuser;.*/\1/p' <<<"$hint")"
         if [[ -n "$file" && -f "$old/$file" && -n "$cmd" ]]; then
             cp "$old/$file" "$new/$file"
             chown postgres: "$new/$file"
