@@ -320,8 +320,14 @@ pub fn replay(s: &'static Shared, rec: &crate::state::Record) {
         if rec.incarnation == st.incarnation {
             g.timeline.absorb(rec.bound);
         }
+        // A standby or a restore (archive recovery) learns its lineage here: it writes what it
+        // knows, creating the file if it had none. Crash recovery with a lost or unusable file
+        // must not: the records it replays are not all this server's own writes (those after
+        // the last flushed one are lost), so the HINT's choices stay with the administrator.
         let status = s.state.load(Relaxed);
-        if status != shmem::STATE_BROKEN {
+        // SAFETY: plain read of a startup-process global.
+        let archive = unsafe { pg_sys::ArchiveRecoveryRequested };
+        if status == shmem::STATE_READY || (status == shmem::STATE_MISSING && archive) {
             crate::state::write(std::path::Path::new("."), &st, shmem::fsync_enabled())?;
             s.state.store(shmem::STATE_READY, Relaxed);
         }
@@ -541,13 +547,19 @@ fn sno_generator_initialize(
                 if file.system_identifier != s.system_identifier {
                     file.system_identifier = s.system_identifier;
                     file.timeline = crate::lineage::UPGRADED;
-                    file.at_start(true, shmem::control_inode(), shmem::draw());
+                    file.at_start(true, shmem::control_inode(), shmem::draw(), 0);
                 } else {
-                    file.at_start(false, shmem::control_inode(), shmem::draw());
+                    file.at_start(false, shmem::control_inode(), shmem::draw(), timeline);
                 }
-                // What WAL replay taught this server while it had no usable file.
+                // What WAL replay taught this server while it had no usable file (crash
+                // recovery replays this server's own records too: a partition the file says
+                // is this server's stays its own, with the later bound).
                 for e in g.lineage.entries() {
-                    file.note(e.partition, false, e.bound);
+                    let mine = file.is_mine(e.partition);
+                    file.note(e.partition, mine, e.bound);
+                    if mine {
+                        file.written(e.bound);
+                    }
                 }
                 let mut tl = Timeline::restore(file.me);
                 tl.absorb(g.timeline.durable());
@@ -575,9 +587,14 @@ fn sno_generator_initialize(
                 did = true;
             }
         }
-        if take_over {
-            judge(s, g, timeline, true)?;
-            did = true;
+        // Judged now, not at the first ID: a copy taken right after CREATE EXTENSION must
+        // know the partition this server is configured with. A refusal is sno_generate's to
+        // raise (unless the caller asks to take the partition over).
+        match judge(s, g, timeline, take_over) {
+            Ok(()) => did |= take_over,
+            Err(SlowError::Inherited(p)) if take_over => return Err(SlowError::Inherited(p)),
+            Err(SlowError::Inherited(_)) => {}
+            Err(e) => return Err(e),
         }
         if g.dirty {
             persist(s, g, timeline).map_err(SlowError::Write)?;

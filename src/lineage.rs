@@ -64,6 +64,13 @@ pub const NOTHING: Persisted = Persisted {
     drifts: 0,
 };
 
+/// An unused slot of the table (kept zeroed so that equal states compare equal).
+const UNUSED: Entry = Entry {
+    partition: 0,
+    mine: false,
+    bound: NOTHING,
+};
+
 /// The lineage state of one data directory. `#[repr(C)]` and fixed-size: it lives in shared
 /// memory.
 #[repr(C)]
@@ -149,11 +156,7 @@ impl State {
             me: NOTHING,
             retired: NOTHING,
             len: 0,
-            entries: [Entry {
-                partition: 0,
-                mine: false,
-                bound: NOTHING,
-            }; MAX_ENTRIES],
+            entries: [UNUSED; MAX_ENTRIES],
         }
     }
 
@@ -186,6 +189,7 @@ impl State {
             self.retired = merge(self.retired, self.entries[i].bound);
             self.entries[i] = self.entries[self.len as usize - 1];
             self.len -= 1;
+            self.entries[self.len as usize] = UNUSED;
         }
         self.entries[self.len as usize] = Entry {
             partition,
@@ -229,6 +233,7 @@ impl State {
         // Entries that are now duplicates (the same partition, others') are merged.
         let old: Vec<Entry> = self.entries().to_vec();
         self.len = 0;
+        self.entries = [UNUSED; MAX_ENTRIES];
         for e in old {
             self.note(e.partition, e.mine, e.bound);
         }
@@ -239,9 +244,17 @@ impl State {
     /// At server start: a `backup_label` in the data directory, or a `global/pg_control` with
     /// another inode than the one recorded, means this data directory is a copy. It starts a
     /// new incarnation at once (so a standby's derived partition already differs from its
-    /// primary's), and is judged at its first ID ([`State::judge`]). Returns whether it is a
-    /// copy.
-    pub fn at_start(&mut self, backup_label: bool, inode: u64, incarnation: u64) -> bool {
+    /// primary's), and is judged at its first ID ([`State::judge`]). `start_timeline` is the
+    /// WAL timeline the copy starts on (its `backup_label`'s, or its last checkpoint's; 0:
+    /// unknown): what the copy's judgment compares with, since the state it received may have
+    /// been written before its original's own promotion. Returns whether it is a copy.
+    pub fn at_start(
+        &mut self,
+        backup_label: bool,
+        inode: u64,
+        incarnation: u64,
+        start_timeline: u32,
+    ) -> bool {
         let moved = self.control_inode != 0 && inode != 0 && inode != self.control_inode;
         if self.control_inode == 0 {
             self.control_inode = inode;
@@ -250,6 +263,9 @@ impl State {
             self.become_new(incarnation);
             self.control_inode = inode;
             self.copied = true;
+            if start_timeline != 0 && self.timeline != UPGRADED {
+                self.timeline = start_timeline;
+            }
             true
         } else {
             false
@@ -273,7 +289,8 @@ impl State {
         if mine {
             self.written(bound);
         } else {
-            self.timeline = timeline;
+            // A base backup's WAL can begin before its original's promotion: never back.
+            self.timeline = self.timeline.max(timeline);
         }
     }
 
@@ -358,5 +375,50 @@ mod tests {
         assert_eq!(merge(p(10, -1, 0), p(7, 12, 1)), p(7, 12, 1));
         assert_eq!(merge(p(30, 5, 2), p(7, 12, 1)), p(30, 7, 2));
         assert_eq!(merge(NOTHING, p(5, 3, 4)), p(5, 3, 4));
+    }
+
+    #[test]
+    fn a_copy_of_a_freshly_promoted_server_is_a_clone_not_a_promotion() {
+        // B, a standby of a primary that used partition 1 on WAL timeline 1, was just
+        // promoted to timeline 2 and has not judged yet: its state still says timeline 1.
+        let mut b = State::fresh(7, 100, 1, 11);
+        b.note(1, false, p(500, -1, 0));
+        // C, a base backup of B, starts on timeline 2 (its backup_label's START TIMELINE).
+        let mut c = b;
+        assert!(c.at_start(true, 12, 200, 2));
+        assert_eq!(
+            c.judge(2, Some(1), false, || 300),
+            Err(Refusal::Inherited(1))
+        );
+        // B itself is a promotion: it takes partition 1 over, after its bound.
+        let j = b.judge(2, Some(1), false, || 400).unwrap();
+        assert!(j.took_over && j.new_incarnation);
+        assert_eq!(j.absorb, p(500, -1, 0));
+    }
+
+    #[test]
+    fn replay_never_moves_the_timeline_back() {
+        let mut st = State::fresh(7, 1, 3, 11);
+        st.replay(2, 2, &[5], p(10, -1, 0));
+        assert_eq!(st.timeline, 3);
+        st.replay(2, 4, &[5], p(20, -1, 0));
+        assert_eq!(st.timeline, 4);
+        assert_eq!(st.others(5), Some(p(20, -1, 0)));
+    }
+
+    #[test]
+    fn equal_knowledge_is_an_equal_state() {
+        // Entries folded away or rebuilt leave no trace in the unused slots.
+        let mut a = State::fresh(7, 1, 1, 11);
+        for i in 0..(MAX_ENTRIES as u16 + 3) {
+            a.note(i, false, p(u64::from(i), -1, 0));
+        }
+        let mut b = a;
+        b.become_new(2);
+        let mut c = a;
+        c.become_new(2);
+        assert_eq!(b, c);
+        let text = crate::state::encode(&b);
+        assert_eq!(crate::state::decode(text.as_bytes()), Ok(b));
     }
 }

@@ -222,6 +222,31 @@ pub fn control_inode() -> u64 {
         .unwrap_or(0)
 }
 
+/// The WAL timeline a data directory starts on, read before recovery: its `backup_label`'s
+/// `START TIMELINE` (a base backup, or pg_rewind), else its last checkpoint's (pg_control).
+/// 0 when neither can be read.
+pub fn start_timeline() -> u32 {
+    if let Ok(label) = std::fs::read_to_string("backup_label") {
+        if let Some(t) = label
+            .lines()
+            .find_map(|l| l.strip_prefix("START TIMELINE: "))
+            .and_then(|t| t.trim().parse().ok())
+        {
+            return t;
+        }
+    }
+    let mut crc_ok = false;
+    // SAFETY: DataDir is set before shared memory is created; get_controlfile reads the file
+    // PostgreSQL itself has just read, into palloc'd memory.
+    unsafe {
+        let cf = pg_sys::get_controlfile(pg_sys::DataDir, &mut crc_ok);
+        if cf.is_null() || !crc_ok {
+            return 0;
+        }
+        (*cf).checkPointCopy.ThisTimeLineID
+    }
+}
+
 /// Whether the state file may be written with fsync (PostgreSQL's `fsync` setting).
 pub fn fsync_enabled() -> bool {
     // SAFETY: plain read of a server global.
@@ -264,8 +289,8 @@ fn restore_state(s: &mut Shared) {
                 );
                 st.system_identifier = sysid;
                 st.timeline = crate::lineage::UPGRADED;
-                st.at_start(true, inode, draw());
-            } else if st.at_start(backup_label, inode, draw()) {
+                st.at_start(true, inode, draw(), 0);
+            } else if st.at_start(backup_label, inode, draw(), start_timeline()) {
                 pgrx::log!(
                     "sno: this data directory is a copy ({}): it is a new incarnation, judged when it first makes IDs",
                     if backup_label { "it has a backup_label" } else { "global/pg_control is another file than the one the state was written for" }

@@ -131,9 +131,8 @@ pub fn decode(text: &[u8]) -> Result<State, StateError> {
     let text = core::str::from_utf8(text).map_err(|_| corrupt("not UTF-8"))?;
     let crc_at = text.rfind("crc32=").ok_or_else(|| corrupt("no checksum"))?;
     let (body, crc_line) = text.split_at(crc_at);
-    let want = u32::from_str_radix(crc_line.trim_start_matches("crc32=").trim_end(), 16)
-        .map_err(|_| corrupt("unreadable checksum"))?;
-    if crc32(body.as_bytes()) != want || !crc_line.ends_with('\n') {
+    // Exactly the line encode writes (no other spelling of the same number).
+    if crc_line != format!("crc32={:08x}\n", crc32(body.as_bytes())) {
         return Err(corrupt("checksum mismatch"));
     }
     let mut lines = body.lines().peekable();

@@ -13,7 +13,7 @@
 #  c4  first started without sno, then with it: keeps 9 and is refused too; with the setting
 #      reset (ALTER SYSTEM RESET, reload) its derived partition differs from the original's.
 #  c3  made last; the original then stops for good without making another ID; c3 starts with
-#      its clock 10 s behind and is refused; not through the HINT (it has one branch: a clone's
+#      its clock 30 s behind and is refused; not through the HINT (it has one branch: a clone's
 #      copy of its original's state may be older than the original's last IDs) but as the
 #      README documents for exactly this case, SELECT sno_generator_initialize(take_over =>
 #      true); then it makes IDs with partition 9.
@@ -101,10 +101,13 @@ check_distinct "c4: with sno.partition reset, its derived partition differs from
     "$(node_partition c4)" "$pd" 9
 
 echo "--- c3: the original stops for good with no ID after the copy; take_over as documented"
+# The original's last IDs come right before the copy, so that the clone's clock, 30 s back,
+# is surely behind them whatever the machine's speed.
+node_gen p before_c3 3000
 node_basebackup p c3
 node_stop p fast
 node_cmdline c3 shared_preload_libraries=sno
-node_clock c3 -10s
+node_clock c3 -30s
 node_start c3
 node_expect_refusal c3 "c3, a clone keeping partition 9" "$COPY_ERROR" "$COPY_HINT"
 check "c3: the HINT offers no take-over" "$(grep -c take_over <<<"$CL_HINT")" 0
