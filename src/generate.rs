@@ -47,6 +47,8 @@ struct Backend {
     slot: *const Slot,
     /// IDs this backend has issued.
     issued: u64,
+    /// The end of the last lineage record this backend made durable.
+    durable_lsn: u64,
     /// Whether the slot and the exit callback are set up.
     ready: bool,
 }
@@ -70,6 +72,7 @@ static BACKEND: BackendCell = BackendCell(UnsafeCell::new(Backend {
     partition: 0,
     slot: core::ptr::null(),
     issued: 0,
+    durable_lsn: 0,
     ready: false,
 }));
 
@@ -303,7 +306,8 @@ fn persist(s: &'static Shared, g: &mut Guarded, timeline: u32) -> std::io::Resul
     let mut st = g.lineage;
     st.written(p);
     crate::state::write(std::path::Path::new("."), &st, shmem::fsync_enabled())?;
-    crate::wal::log_lineage(&st, timeline);
+    let lsn = crate::wal::log_lineage(&st, timeline);
+    s.lineage_lsn.store(lsn, Relaxed);
     shmem::set_lineage(s, g, st);
     g.timeline.written(p);
     g.dirty = false;
@@ -405,6 +409,12 @@ fn generate_slow(b: &mut Backend, meta: u8) -> Sno {
                         slot.lease_start.store(lease.next, Relaxed);
                         slot.lease_end.store(lease.end, Relaxed);
                     }
+                }
+                // The bound covering this ID must survive a failover before the ID leaves.
+                let lsn = s.lineage_lsn.load(Relaxed);
+                if lsn > b.durable_lsn {
+                    crate::wal::make_durable(lsn);
+                    b.durable_lsn = lsn;
                 }
                 if flipped {
                     pgrx::log!(

@@ -32,6 +32,8 @@ pub struct Shared {
     pub derived_partition: AtomicU32,
     /// The partition judged for use (what `sno_generate` writes); changed under `lock`.
     pub partition: AtomicU32,
+    /// The end of the last lineage record written to WAL ([`crate::wal::make_durable`]).
+    pub lineage_lsn: AtomicU64,
     /// Waits because every sequence number of a unit was taken.
     pub full_unit_stalls: AtomicU64,
     /// Waits because the clock went back into used time a second time.
@@ -375,6 +377,7 @@ unsafe extern "C-unwind" fn on_startup() {
             system_identifier: sysid,
             derived_partition: AtomicU32::new(0),
             partition: AtomicU32::new(0),
+            lineage_lsn: AtomicU64::new(0),
             full_unit_stalls: AtomicU64::new(0),
             clock_waits: AtomicU64::new(0),
             clock_wait_failures: AtomicU64::new(0),

@@ -46,16 +46,33 @@ pub fn init() {
     unsafe { pg_sys::RegisterCustomRmgr(RM_ID, &mut rmgr) }
 }
 
-/// Writes a lineage record for the state in `s` on WAL timeline `timeline`. Call under the
-/// shard table's lock, after the state file is written and before any ID it covers is handed
-/// out. The record is not flushed: the rows holding the IDs come after it in WAL.
-pub fn log_lineage(st: &crate::lineage::State, timeline: u32) {
+/// Writes a lineage record for the state in `s` on WAL timeline `timeline`, and returns its
+/// end. Call under the shard table's lock, after the state file is written. Before any ID it
+/// covers leaves the server, [`make_durable`] must have run for it: the rows holding IDs come
+/// after the record in WAL, but an ID a client reads without writing anything (`SELECT
+/// sno_generate()`) must not outlive a failover either.
+pub fn log_lineage(st: &crate::lineage::State, timeline: u32) -> u64 {
     let rec = encode_record(st, timeline);
     // SAFETY: the data outlives XLogInsert, which copies it.
     unsafe {
         pg_sys::XLogBeginInsert();
         pg_sys::XLogRegisterData(rec.as_ptr() as *mut _, rec.len() as _);
-        pg_sys::XLogInsert(RM_ID, XLOG_SNO_LINEAGE);
+        pg_sys::XLogInsert(RM_ID, XLOG_SNO_LINEAGE)
+    }
+}
+
+/// Flushes WAL up to `lsn` (the end of a lineage record) and waits for synchronous standbys to
+/// confirm it, as a commit does: what `nextval()` gets by assigning a transaction ID. Called
+/// outside the shard table's lock, once per backend and record (about once a second).
+/// Parallel workers only flush (their leader's commit does the waiting for the rows it writes).
+pub fn make_durable(lsn: u64) {
+    // SAFETY: plain calls outside any critical section; the wait can be cancelled like a
+    // commit's (it then warns and returns).
+    unsafe {
+        pg_sys::XLogFlush(lsn);
+        if pg_sys::ParallelWorkerNumber < 0 {
+            pg_sys::SyncRepWaitForLSN(lsn, false);
+        }
     }
 }
 

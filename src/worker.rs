@@ -47,4 +47,9 @@ pub extern "C-unwind" fn sno_lineage_main(_arg: pg_sys::Datum) {
             unsafe { pg_sys::ProcessConfigFile(pg_sys::GucContext::PGC_SIGHUP) };
         }
     }
+    // Exit code 1: the postmaster starts the worker again (a worker that exits with 0 is
+    // unregistered), so an administrator's pg_terminate_backend does not silently turn it off.
+    // At shutdown the postmaster restarts nothing.
+    // SAFETY: the normal way out of a background worker.
+    unsafe { pg_sys::proc_exit(1) }
 }
