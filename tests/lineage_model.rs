@@ -2,17 +2,17 @@
 //! rewound and upgraded servers) driven by random event orders and clocks, checking that
 //! `sno_generate` never hands out one ID twice.
 //!
-//! The model drives the crate's pure code ([`State`], [`Timeline`], [`Local`], the state file
-//! and WAL record formats) exactly the way the PostgreSQL glue does (`src/generate.rs`:
-//! `judge`, `persist`, `replay`, `generate_slow`, `settle`, `sno_generator_initialize`;
-//! `src/shmem.rs`: `restore_state`, `start_timeline`). Each server has its lineage state,
-//! timeline and status in memory, a state file (real bytes from `state::encode`, read back
+//! The model drives the crate's pure code ([`State`], [`Timeline`], [`Local`], the state file and
+//! WAL record formats) exactly the way the PostgreSQL glue does (`src/generate.rs`: `judge`,
+//! `persist`, `replay`, `generate_slow`, `settle`, `sno_generator_initialize`; `src/shmem.rs`:
+//! `restore_state`, `start_timeline`; `src/wal.rs`: `make_durable`). Each server has its lineage
+//! state, timeline and status in memory, a state file (real bytes from `state::encode`, read back
 //! with `state::decode`), a WAL (lineage records from `state::encode_record`, decoded with
-//! `state::decode_record` on replay, interleaved with data rows holding the IDs it issued), a
-//! WAL timeline, the timeline of its last checkpoint (`pg_control`) and of its `backup_label`,
-//! whether its recovery is archive recovery (a standby, a PITR, a rewound server: PostgreSQL's
-//! `ArchiveRecoveryRequested`) or crash recovery, the inode of its `pg_control`, a role, a
-//! clock offset and a configured partition.
+//! `state::decode_record` on replay, interleaved with data rows holding the IDs it issued), a WAL
+//! timeline, the timeline of its last checkpoint (`pg_control`) and of its `backup_label`, whether
+//! its recovery is archive recovery (a standby, a PITR, a rewound server: PostgreSQL's
+//! `ArchiveRecoveryRequested`) or crash recovery, the inode of its `pg_control`, a role, a clock
+//! offset and a configured partition.
 //!
 //! The WAL timeline a copy starts on (what `State::at_start` is given): a base backup's
 //! `START TIMELINE` is the timeline of the checkpoint the backup starts from: on a primary the
@@ -26,10 +26,11 @@
 //! recovery, of a clone's recovery and of a PITR (a recovery target reached) checkpoint at
 //! once.
 //!
-//! Events: IDs made on running primaries (several backends, with the glue's fast path), time
-//! passing, clocks jumping forward or back by up to 6 s, streaming and cascading replication,
-//! checkpoints, clean and crash restarts (a crash loses unflushed WAL and replays the WAL after the
-//! last checkpoint), base backups (sometimes first started without sno preloaded, so only the inode
+//! Events: IDs made on running primaries (several backends, with the glue's fast path; the lineage
+//! record covering an ID is flushed before it is returned, `wal::make_durable`), time passing,
+//! clocks jumping forward or back by up to 6 s, streaming and cascading replication, checkpoints,
+//! clean and crash restarts (a crash loses unflushed WAL and replays the WAL after the last
+//! checkpoint), base backups (sometimes first started without sno preloaded, so only the inode
 //! reveals the copy), clones run beside their original on the same WAL timeline, promotions (split
 //! brain or not), pg_rewind, PITR, pg_upgrade (with or without the old state file copied in), lost,
 //! corrupt and put-back (latest or older) state files, `sno_generator_initialize`, changes of
@@ -500,6 +501,8 @@ struct Server {
     older_file: bool,
     /// The last record the running memory wrote.
     last_rec: Option<u64>,
+    /// The end of that record in its WAL (`Shared::lineage_lsn`), 0 before it wrote one.
+    rec_end: usize,
     /// Everything this data directory's memory ever knew.
     high: Know,
     own_claims: HashMap<u16, usize>,
@@ -761,6 +764,7 @@ impl World {
             unrecorded: None,
             older_file: false,
             last_rec: None,
+            rec_end: 0,
             high: Know::default(),
             own_claims: HashMap::new(),
             parents: Vec::new(),
@@ -998,6 +1002,7 @@ impl World {
         let s = &mut self.servers[x];
         s.stream = self.next_stream;
         s.last_rec = None;
+        s.rec_end = 0;
         s.high.union(&mem.know);
         s.mem = mem;
         s.running = true;
@@ -1198,6 +1203,7 @@ impl World {
         // The file just written holds what the record says.
         self.learn(x, stream, serial);
         self.servers[x].last_rec = Some(serial);
+        self.servers[x].rec_end = self.servers[x].wal.len();
         let m = &mut self.servers[x].mem;
         m.st = st;
         m.tl.written(p);
@@ -1326,6 +1332,11 @@ impl World {
                         bk.partition = partition;
                         bk.use_ = cur;
                     }
+                    // `wal::make_durable`: the last lineage record is flushed (and confirmed
+                    // by synchronous standbys) before the ID leaves.
+                    let s = &mut self.servers[x];
+                    s.flushed = s.flushed.max(s.rec_end);
+                    let bk = &mut s.mem.backends[b];
                     let Some((u, t, q)) = bk.local.next(now) else {
                         self.fail(format!("server {x}: a fresh lease gave no ID"));
                         return Err(Refused::Clock);
@@ -2262,9 +2273,9 @@ fn scenario() -> impl Strategy<Value = Scenario> {
         })
 }
 
-/// The main property, over random cases (256; `SNO_MODEL_CASES` sets another number). The
-/// counters of the run are printed (`--nocapture`); `SNO_MODEL_TRACE=1` prints the events of
-/// the minimal failing case.
+/// The main property, over random cases (256; `SNO_MODEL_CASES` sets another number, and
+/// proptest's `PROPTEST_RNG_SEED` a fixed seed). The counters of the run are printed
+/// (`--nocapture`); `SNO_MODEL_TRACE=1` prints the events of the minimal failing case.
 #[test]
 fn no_id_is_ever_issued_twice_outside_the_documented_exclusion() {
     let cases = std::env::var("SNO_MODEL_CASES")
@@ -2382,10 +2393,11 @@ fn a_lost_state_file_and_a_crash_get_the_missing_refusal() {
     assert!(stats.adopted_mine > 0, "{stats:#?}");
 }
 
-/// The same after the lineage record of its newest IDs was lost with the unflushed WAL: the
-/// file put back (the latest) covers them, so taking its own partition back repeats none. It
-/// used to be refused as a copy of itself, and taking the partition over (the HINT's other
-/// branch then) resumed after the older record: it repeated the IDs made just before the crash.
+/// The same with IDs made under a new lineage record just before the crash, their rows not
+/// flushed: the file put back (the latest) covers them, so taking its own partition back
+/// repeats none. It used to be refused as a copy of itself, and taking the partition over (the
+/// HINT's other branch then) resumed after the older record: it repeated those IDs (the record
+/// was lost with the unflushed WAL then; `make_durable` now flushes it before the IDs leave).
 #[test]
 fn a_lost_state_file_and_a_crash_repeat_no_id_of_an_unflushed_record() {
     let stats = run_case(&case(
@@ -2409,9 +2421,10 @@ fn a_lost_state_file_and_a_crash_repeat_no_id_of_an_unflushed_record() {
     );
 }
 
-/// The same with a partition given just before the crash, whose lineage record was lost with
-/// the unflushed WAL: the fresh state did not know it and used to start it from nothing,
-/// repeating its IDs. Now the missing-file refusal comes first, and the file put back knows it.
+/// The same with a partition given just before the crash, its IDs' rows not flushed: the
+/// fresh state, READY from replay, did not know it (its record was lost with the unflushed WAL
+/// then) and started it from nothing, repeating its IDs. Now the missing-file refusal comes
+/// first, and the file put back knows it.
 #[test]
 fn a_lost_state_file_and_a_crash_repeat_no_id_of_a_new_partition() {
     let stats = run_case(&case(
