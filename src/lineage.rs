@@ -144,6 +144,14 @@ pub fn merge(a: Persisted, b: Persisted) -> Persisted {
     }
 }
 
+/// The WAL timeline a copy starts on: the latest of its `backup_label`'s `START TIMELINE` and
+/// the timelines pg_control names (its last checkpoint's and its minimum recovery point's); 0
+/// for what cannot be read. Recovery without archive recovery ends on it, so a copy is judged
+/// on the timeline its original made IDs on, never as a promotion of its own.
+pub fn start_timeline(label: u32, control: u32) -> u32 {
+    label.max(control)
+}
+
 impl State {
     /// A state with nothing known: a new cluster, or one whose state was lost.
     pub fn fresh(system_identifier: u64, incarnation: u64, timeline: u32, inode: u64) -> State {
@@ -263,7 +271,9 @@ impl State {
             self.become_new(incarnation);
             self.control_inode = inode;
             self.copied = true;
-            if start_timeline != 0 && self.timeline != UPGRADED {
+            // Also over UPGRADED: a copy of a cluster just upgraded, taken before it judged,
+            // is not the upgrade (its original is), so it must not take the old one's over.
+            if start_timeline != 0 {
                 self.timeline = start_timeline;
             }
             true
@@ -289,8 +299,13 @@ impl State {
         if mine {
             self.written(bound);
         } else {
-            // A base backup's WAL can begin before its original's promotion: never back.
-            self.timeline = self.timeline.max(timeline);
+            // A base backup's WAL can begin before its original's promotion: never back. An
+            // adoption not yet judged (UPGRADED) takes the timeline its lineage writes on.
+            self.timeline = if self.timeline == UPGRADED {
+                timeline
+            } else {
+                self.timeline.max(timeline)
+            };
         }
     }
 
@@ -394,6 +409,55 @@ mod tests {
         let j = b.judge(2, Some(1), false, || 400).unwrap();
         assert!(j.took_over && j.new_incarnation);
         assert_eq!(j.absorb, p(500, -1, 0));
+    }
+
+    #[test]
+    fn a_copy_of_a_server_promoted_since_its_last_checkpoint_is_a_clone() {
+        // B was promoted to timeline 2; its pg_control still names checkpoint timeline 1 but
+        // minimum recovery point timeline 2 (the promotion's end-of-recovery record).
+        let mut b = State::fresh(7, 100, 1, 11);
+        b.note(1, false, p(500, -1, 0));
+        let mut c = b;
+        assert!(c.at_start(false, 12, 200, start_timeline(0, 2)));
+        assert_eq!(
+            c.judge(2, Some(1), false, || 300),
+            Err(Refusal::Inherited(1))
+        );
+        // A base backup of a standby that followed that promotion before its next restartpoint:
+        // START TIMELINE 1, the standby's replay on timeline 2.
+        let mut d = b;
+        assert!(d.at_start(true, 13, 201, start_timeline(1, 2)));
+        assert_eq!(
+            d.judge(2, Some(1), false, || 301),
+            Err(Refusal::Inherited(1))
+        );
+    }
+
+    #[test]
+    fn a_copy_of_a_just_upgraded_cluster_is_not_the_upgrade() {
+        // N adopted the old cluster's file at its first start (pg_upgrade), not yet judged.
+        let mut old = State::fresh(5, 100, 1, 10);
+        let me = p(900, -1, 0);
+        old.note(7, true, me);
+        let mut n = old;
+        n.system_identifier = 6;
+        n.timeline = UPGRADED;
+        assert!(n.at_start(true, 20, 300, 0));
+        // C, a copy of N's files, starts on timeline 1 and refuses partition 7.
+        let mut c = n;
+        assert!(c.at_start(false, 21, 301, start_timeline(0, 1)));
+        assert_eq!(
+            c.judge(1, Some(7), false, || 302),
+            Err(Refusal::Inherited(7))
+        );
+        // N itself takes partition 7 over, after the old cluster's IDs.
+        let j = n.judge(1, Some(7), false, || 303).unwrap();
+        assert!(j.took_over);
+        assert_eq!(j.absorb, me);
+        // A record replayed by an adoption not yet judged sets its timeline.
+        let mut r = State::fresh(6, 1, UPGRADED, 22);
+        r.replay(9, 1, &[8], p(10, -1, 0));
+        assert_eq!(r.timeline, 1);
     }
 
     #[test]

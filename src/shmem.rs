@@ -224,29 +224,38 @@ pub fn control_inode() -> u64 {
         .unwrap_or(0)
 }
 
-/// The WAL timeline a data directory starts on, read before recovery: its `backup_label`'s
-/// `START TIMELINE` (a base backup, or pg_rewind), else its last checkpoint's (pg_control).
-/// 0 when neither can be read.
+/// The WAL timeline a data directory's recovery ends on when no archive recovery is requested,
+/// read before recovery (as PostgreSQL's `InitWalRecovery` picks its target timeline): the
+/// latest of its `backup_label`'s `START TIMELINE` (a base backup, or pg_rewind), its last
+/// checkpoint's timeline and its minimum recovery point's timeline in pg_control. The last one
+/// is set by a promotion (until the checkpoint after it) and by a standby's replay, so a copy of
+/// a server promoted since its last checkpoint, or of a standby that followed its upstream's
+/// promotion, starts on the timeline its original runs on. 0 when nothing can be read.
 pub fn start_timeline() -> u32 {
-    if let Ok(label) = std::fs::read_to_string("backup_label") {
-        if let Some(t) = label
-            .lines()
-            .find_map(|l| l.strip_prefix("START TIMELINE: "))
-            .and_then(|t| t.trim().parse().ok())
-        {
-            return t;
-        }
-    }
+    let label = std::fs::read_to_string("backup_label")
+        .ok()
+        .and_then(|label| {
+            label
+                .lines()
+                .find_map(|l| l.strip_prefix("START TIMELINE: "))
+                .and_then(|t| t.trim().parse::<u32>().ok())
+        })
+        .unwrap_or(0);
     let mut crc_ok = false;
     // SAFETY: DataDir is set before shared memory is created; get_controlfile reads the file
     // PostgreSQL itself has just read, into palloc'd memory.
-    unsafe {
+    let control = unsafe {
         let cf = pg_sys::get_controlfile(pg_sys::DataDir, &mut crc_ok);
         if cf.is_null() || !crc_ok {
-            return 0;
+            0
+        } else {
+            (*cf)
+                .checkPointCopy
+                .ThisTimeLineID
+                .max((*cf).minRecoveryPointTLI)
         }
-        (*cf).checkPointCopy.ThisTimeLineID
-    }
+    };
+    crate::lineage::start_timeline(label, control)
 }
 
 /// Whether the state file may be written with fsync (PostgreSQL's `fsync` setting).

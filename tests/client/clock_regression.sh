@@ -27,6 +27,9 @@ psql() { "$bindir/psql" -X -q -v ON_ERROR_STOP=1 -d postgres "$@"; }
 
 sudo -u postgres "$bindir/initdb" -D "$dir/data" -A trust -U postgres --no-sync >/dev/null
 # Only the server runs under libfaketime; its monotonic clock stays real so timeouts work.
+# FAKETIME_NO_CACHE: every backend sees each step at its next clock call, as on one real
+# machine (with a cache, backends would switch up to a second apart, each its own clock). It is
+# not async-signal-safe (see cluster.bash); this test is short and .ci/test reruns a hung run.
 sudo -u postgres env LD_PRELOAD="$lib" FAKETIME_TIMESTAMP_FILE="$offset" FAKETIME_NO_CACHE=1 \
     FAKETIME_DONT_FAKE_MONOTONIC=1 DONT_FAKE_MONOTONIC=1 \
     "$bindir/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w \

@@ -17,11 +17,12 @@
 # it). Ports: PORT+600 .. PORT+698 for nodes, PORT+699 for the ledger server.
 #
 # Clocks. Every node runs under libfaketime with its own offset file, so node_clock can move a
-# node's clock (also while it runs: FAKETIME_NO_CACHE=1); monotonic clocks are not faked.
-# libfaketime is not async-signal-safe (with FAKETIME_NO_CACHE it reads the offset file, with
-# fopen/malloc, in every clock call) and returns the real time when re-entered, e.g. from a
-# signal handler: some log lines carry unfaked times, and a rare backend abort in malloc may be
-# libfaketime's rather than the extension's.
+# node's clock, also while it runs; monotonic clocks are not faked. libfaketime re-reads the
+# file at most once a second (FAKETIME_CACHE_DURATION=1), so node_clock waits 2 s when the
+# node runs. Not FAKETIME_NO_CACHE: then every clock call reads the file with fopen, and a
+# signal handler that reads the clock (PostgreSQL's SIGALRM timeouts) during another clock call
+# deadlocks the process in glibc's stdio lock; this hung a recovering server once. libfaketime
+# returns the real time when re-entered, so some log lines carry unfaked times.
 #
 # Settings. A node's settings can come from two places, and the difference matters:
 #   node_cmdline NAME KEY=VALUE...  -c options given to postgres at every start of this node;
@@ -166,7 +167,10 @@ node_cmdline() {
 }
 
 # node_clock NAME OFFSET: the node's clock offset (libfaketime syntax: +0, -5s, +1h), at once.
-node_clock() { echo "$2" >"$CL_WORK/$1/faketime"; }
+node_clock() {
+    echo "$2" >"$CL_WORK/$1/faketime"
+    if node_running "$1"; then sleep 2; fi
+}
 
 # node_start NAME: pg_ctl start -w under libfaketime with the node's clock and -c options.
 node_start() {
@@ -174,7 +178,7 @@ node_start() {
     opts="-p ${CL_PORT[$name]} -k $CL_WORK -c listen_addresses=''"
     for kv in ${CL_CMDLINE[$name]}; do opts+=" -c '$kv'"; done
     if ! as_pg env LD_PRELOAD="$CL_FAKETIME" FAKETIME_TIMESTAMP_FILE="$CL_WORK/$name/faketime" \
-        FAKETIME_NO_CACHE=1 DONT_FAKE_MONOTONIC=1 FAKETIME_DONT_FAKE_MONOTONIC=1 \
+        FAKETIME_CACHE_DURATION=1 DONT_FAKE_MONOTONIC=1 FAKETIME_DONT_FAKE_MONOTONIC=1 \
         "$CL_BINDIR/pg_ctl" -D "$(node_data "$name")" -l "$(node_log "$name")" -w -t 120 \
         -o "$opts" start >/dev/null 2>&1; then
         echo "FAIL: $name did not start; its log ends with:"

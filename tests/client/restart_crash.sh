@@ -30,7 +30,7 @@ new_cluster() {
     psql -c "CREATE EXTENSION sno" -c "CREATE TABLE ids (id sno PRIMARY KEY, phase int)"
 }
 start() {
-    sudo -u postgres env LD_PRELOAD="$lib" FAKETIME_TIMESTAMP_FILE="$dir/faketime" FAKETIME_NO_CACHE=1 \
+    sudo -u postgres env LD_PRELOAD="$lib" FAKETIME_TIMESTAMP_FILE="$dir/faketime" FAKETIME_CACHE_DURATION=1 \
         FAKETIME_DONT_FAKE_MONOTONIC=1 DONT_FAKE_MONOTONIC=1 \
         "$bindir/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w \
         -o "-p $port -k $dir -c listen_addresses='' -c shared_preload_libraries=sno -c sno.max_clock_wait=500" \

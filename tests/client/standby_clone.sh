@@ -22,7 +22,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
 start() {
     echo "${3:-+0}" >"$work/$1.faketime"
     chmod a+r "$work/$1.faketime"
-    sudo -u postgres env LD_PRELOAD="$lib" FAKETIME_TIMESTAMP_FILE="$work/$1.faketime" FAKETIME_NO_CACHE=1 \
+    sudo -u postgres env LD_PRELOAD="$lib" FAKETIME_TIMESTAMP_FILE="$work/$1.faketime" FAKETIME_CACHE_DURATION=1 \
         FAKETIME_DONT_FAKE_MONOTONIC=1 DONT_FAKE_MONOTONIC=1 \
         "$bindir/pg_ctl" -D "$work/$1" -l "$work/$1.log" -w \
         -o "-p $2 -k $work -c listen_addresses='' -c shared_preload_libraries=sno" start >/dev/null ||
