@@ -1,4 +1,4 @@
--- sno_generate: IDs made inside the database (src/generate.rs).
+-- sno_generate: IDs made inside the database (src/pg/generator/hot.rs).
 --
 -- VOLATILE: every call returns a new ID. PARALLEL SAFE: the generator's shared state lives in
 -- shared memory and every process, parallel workers included, leases its own ranges of

@@ -9,7 +9,8 @@
 -- the arguments (a timestamptz is an absolute instant, so sno_time/sno_min/sno_max do not
 -- depend on TimeZone). Comparison functions are LEAKPROOF, as uuid's are: they cannot raise
 -- an error or reveal anything but their result, so the planner may push them below security
--- barriers.
+-- barriers. The hash functions are not, as core's uuid_hash is not: a hash reveals something
+-- of its argument, and no security-barrier qual calls a hash support function.
 
 CREATE TYPE sno;
 
@@ -53,10 +54,10 @@ COMMENT ON FUNCTION sno_cmp(sno, sno) IS 'compare two sno IDs: -1, 0 or 1 (byte 
 CREATE FUNCTION sno_sortsupport(internal) RETURNS void
     AS 'MODULE_PATHNAME', 'sno_sortsupport' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 CREATE FUNCTION sno_hash(sno) RETURNS int4
-    AS 'MODULE_PATHNAME', 'sno_hash' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE LEAKPROOF;
+    AS 'MODULE_PATHNAME', 'sno_hash' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION sno_hash(sno) IS 'hash_any() over the 10 bytes';
 CREATE FUNCTION sno_hash_extended(sno, int8) RETURNS int8
-    AS 'MODULE_PATHNAME', 'sno_hash_extended' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE LEAKPROOF;
+    AS 'MODULE_PATHNAME', 'sno_hash_extended' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION sno_hash_extended(sno, int8) IS 'hash_any_extended() over the 10 bytes, with a seed';
 
 CREATE OPERATOR = (

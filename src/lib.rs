@@ -1,82 +1,57 @@
-//! sno: a native 10-byte, time-sortable unique ID type for PostgreSQL, in the format of the Go
-//! library muyo/sno.
+//! sno: 10-byte, time-sortable unique IDs in the format of the Go library
+//! [muyo/sno](https://github.com/muyo/sno), for Rust applications and, as a PostgreSQL
+//! extension, a native `sno` column type with an in-database generator.
 //!
-//! Pure logic (no PostgreSQL): [`layout`], [`encoding`], [`time`], [`generator`], [`state`].
-//! PostgreSQL glue: [`fmgr`] (calling convention, errors), [`io`], [`ops`], [`parts`],
-//! [`gucs`], [`shmem`], [`generate`]; hand-written SQL in `sql/`.
+//! One crate, three layers, each in its own folder:
+//! - [`id`]: the value. [`Sno`], its 10-byte layout, the 16-character text form, time
+//!   conversions; with the features `serde`, `postgres` (`postgres-types`: `tokio-postgres`,
+//!   `postgres`) and `sqlx`, its support in those crates. This is what a Rust service uses.
+//! - [`generator`]: the generator's pure decisions. The tick-tock timeline that never issues an
+//!   ID twice, the durable state file format, and the lineage of a data directory (which
+//!   partitions its copies, standbys and upgrades may use).
+//! - `pg` (features `pg15`..`pg18`): the PostgreSQL extension, a thin glue over the two others.
+//!
+//! The first two never depend on pgrx: without a `pgNN` feature the crate has no pgrx at all,
+//! so the compiler, not a convention, keeps PostgreSQL out of them.
+//!
+//! ```
+//! use sno::Sno;
+//!
+//! // Text: the 16 characters Go's `String()` and PostgreSQL's `sno_out` write.
+//! let id: Sno = "ffquantgjfxw7l67".parse().unwrap();
+//! assert_eq!(id.to_string(), "ffquantgjfxw7l67");
+//! assert!("ffquantgjfxw7l6".parse::<Sno>().is_err());
+//!
+//! // Fields, as sno_meta, sno_partition, sno_sequence and sno_tick give them.
+//! assert_eq!((id.meta(), id.partition(), id.sequence(), id.tick()), (139, 32738, 52357, 0));
+//! // Time: Unix milliseconds, as sno_time gives it (a multiple of 4 ms).
+//! assert_eq!(sno::id::time::units_to_unix_millis(id.units()), 2_185_244_387_036);
+//!
+//! // Bytes: Go's `Bytes()`, PostgreSQL's binary format and `id::bytea`.
+//! let bytes: [u8; 10] = id.into();
+//! assert_eq!(Sno::from(bytes), id);
+//!
+//! // Construction from parts, and order: bytes, time first.
+//! let earlier = Sno::new(id.units() - 1, 0, 255, 65535, 65535);
+//! assert!(earlier < id);
+//! assert!(Sno::ZERO.is_zero() && Sno::default() == Sno::ZERO);
+//! ```
 
-pub mod encoding;
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 pub mod generator;
-pub mod layout;
-pub mod lineage;
-pub mod state;
-pub mod time;
+pub mod id;
 
-pub mod fmgr;
-pub mod generate;
-pub mod gucs;
-pub mod io;
-pub mod ops;
-pub mod parts;
-pub mod shmem;
-pub mod wal;
-pub mod worker;
+pub use id::Sno;
 
-#[cfg(feature = "pg_test")]
-mod pg_tests;
-
-::pgrx::pg_module_magic!();
-
-::pgrx::extension_sql_file!("../sql/sno_type.sql", name = "sno_type", bootstrap);
-::pgrx::extension_sql_file!(
-    "../sql/sno_generate.sql",
-    name = "sno_generate",
-    requires = ["sno_type"]
-);
-::pgrx::extension_sql!(
-    r#"
-CREATE VIEW sno_generator AS SELECT * FROM sno_generator_info();
-COMMENT ON VIEW sno_generator IS 'the server''s sno generator: partition, timeline, counters';
-GRANT SELECT ON sno_generator TO PUBLIC;
--- Per-backend detail is for superusers and pg_monitor members only.
-REVOKE ALL ON FUNCTION sno_generator_backends() FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION sno_generator_backends() TO pg_monitor;
-CREATE VIEW sno_generator_backends AS SELECT * FROM sno_generator_backends();
-COMMENT ON VIEW sno_generator_backends IS 'sno generator usage per backend (superusers and pg_monitor)';
-GRANT SELECT ON sno_generator_backends TO pg_monitor;
-CREATE VIEW sno_generator_lineage AS SELECT * FROM sno_generator_lineage();
-COMMENT ON VIEW sno_generator_lineage IS 'partitions used in this data directory''s lineage, and up to when';
-GRANT SELECT ON sno_generator_lineage TO PUBLIC;
-REVOKE ALL ON FUNCTION sno_generator_initialize(bool, bool) FROM PUBLIC;
--- A new cluster gets its generator state file here (a no-op when it has one, or when sno is
--- not preloaded).
-SELECT sno_generator_initialize();
-"#,
-    name = "sno_generator_views",
-    requires = [
-        generate::sno_generator_info,
-        generate::sno_generator_backends,
-        generate::sno_generator_lineage,
-        generate::sno_generator_initialize
-    ]
-);
-
-/// Loads the extension: settings always; the shard table only while the postmaster preloads
-/// libraries (`shared_preload_libraries`). Loaded any other way, the type and every function
-/// but the generator work, and `sno_generate` explains what to add to postgresql.conf.
-#[pgrx::pg_guard]
-pub extern "C-unwind" fn _PG_init() {
-    gucs::init();
-    // SAFETY: plain read of a server global.
-    if unsafe { pgrx::pg_sys::process_shared_preload_libraries_in_progress } {
-        shmem::init();
-        wal::init();
-        worker::init();
-    }
-}
+#[cfg(any(feature = "pg15", feature = "pg16", feature = "pg17", feature = "pg18"))]
+pub mod pg;
 
 /// Hooks of the `#[pg_test]` harness (`cargo pgrx test`).
-#[cfg(test)]
+#[cfg(all(
+    test,
+    any(feature = "pg15", feature = "pg16", feature = "pg17", feature = "pg18")
+))]
 pub mod pg_test {
     /// Runs once before the in-database tests.
     pub fn setup(_options: Vec<&str>) {}

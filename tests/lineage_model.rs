@@ -97,10 +97,10 @@
 
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
-use sno::generator::{derived_partition, Grant, Local, Timeline};
-use sno::layout::{Sno, MAX_UNITS};
-use sno::lineage::{ticks, Refusal, State, UPGRADED};
-use sno::state::{decode, decode_record, encode, encode_record, Persisted};
+use sno::generator::lineage::{ticks, Refusal, State, UPGRADED};
+use sno::generator::state_file::{decode, decode_record, encode, encode_record, Persisted};
+use sno::generator::timeline::{derived_partition, Grant, Local, Timeline};
+use sno::id::layout::{Sno, MAX_UNITS};
 use std::cell::RefCell;
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::rc::Rc;

@@ -3,9 +3,9 @@
 //! `tests/data/ids.csv` holds IDs the Go library produced with what it reports about each;
 //! `tests/data/decode_bad.csv` holds inputs that must be rejected.
 
-use sno::encoding::{decode, encode, DecodeError, TEXT_LEN};
-use sno::layout::{Sno, LEN};
-use sno::time::units_to_unix_millis;
+use sno::id::encoding::{decode, encode, DecodeError, TEXT_LEN};
+use sno::id::layout::{Sno, LEN};
+use sno::id::time::units_to_unix_millis;
 
 fn hex(s: &str) -> Vec<u8> {
     assert!(s.len() % 2 == 0, "odd hex {s:?}");

@@ -40,7 +40,7 @@ pub struct Timeline {
     pub safe: i64,
     /// Clock regressions turned into a tick-tock flip. The current tick is `drifts & 1`.
     pub drifts: u64,
-    /// The durable horizon last written ([`crate::state`]): no ID of the current timeline is
+    /// The durable horizon last written ([`crate::generator::state_file`]): no ID of the current timeline is
     /// beyond it.
     pub horizon: u64,
     /// `drifts` as last written.
@@ -121,11 +121,14 @@ impl Timeline {
     pub fn due(&self, ahead: u64, margin: u64) -> Option<Persisted> {
         // Near the end of the format's range the horizon cannot move past its last unit:
         // once it is there, it is written once, not at every lease.
-        let max = crate::layout::MAX_UNITS;
+        let max = crate::id::layout::MAX_UNITS;
         let renew = self.hi.saturating_add(margin) > self.horizon && self.horizon < max;
         if self.drifts != self.written_drifts || renew {
             Some(Persisted {
-                horizon: self.hi.saturating_add(ahead).min(crate::layout::MAX_UNITS),
+                horizon: self
+                    .hi
+                    .saturating_add(ahead)
+                    .min(crate::id::layout::MAX_UNITS),
                 safe: self.safe,
                 drifts: self.drifts,
             })
@@ -151,10 +154,10 @@ impl Timeline {
     }
 
     /// Makes the timeline respect `b` too: every unit within it counts as used on its
-    /// tick-tock timeline (what another member of the lineage made, see [`crate::lineage`]).
+    /// tick-tock timeline (what another member of the lineage made, see [`crate::generator::lineage`]).
     pub fn absorb(&mut self, b: Persisted) {
         let t = self.tick() as usize;
-        let theirs = crate::lineage::ticks(&b);
+        let theirs = crate::generator::lineage::ticks(&b);
         if theirs[t] >= self.hi as i64 {
             self.hi = theirs[t] as u64;
             self.next = POOL;
@@ -210,7 +213,7 @@ impl Timeline {
     }
 }
 
-pub use crate::state::Persisted;
+pub use crate::generator::state_file::Persisted;
 
 /// One backend's generator state: its current lease and the size of its next one.
 #[derive(Clone, Copy, Debug, Default)]
@@ -486,7 +489,7 @@ mod tests {
 
     #[test]
     fn the_last_unit_of_the_format_is_written_once_and_then_full() {
-        let max = crate::layout::MAX_UNITS;
+        let max = crate::id::layout::MAX_UNITS;
         let mut tl = Timeline::new();
         assert!(matches!(tl.lease(max - 1, 16), Grant::Lease { .. }));
         let p = tl.due(AHEAD, MARGIN).expect("first horizon");

@@ -6,12 +6,12 @@
 //! reload must be in that file before any copy is taken, even if the server makes no ID in
 //! between; and a promoted standby should record its new incarnation (and its WAL record,
 //! which cascaded standbys replay) at once. The worker judges the lineage
-//! ([`crate::lineage::State::judge`]) and writes it at start, at every configuration reload,
+//! ([`crate::generator::lineage::State::judge`]) and writes it at start, at every configuration reload,
 //! and once a second otherwise. It starts once recovery is over (on a standby: at promotion),
 //! needs no database, and does nothing while the state is missing or unusable (that is for
 //! `sno_generate`'s HINT and the administrator).
 
-use crate::shmem;
+use crate::pg::shmem;
 use core::time::Duration;
 use pgrx::bgworkers::{BackgroundWorker, BackgroundWorkerBuilder, SignalWakeFlags};
 use pgrx::prelude::*;
@@ -38,7 +38,7 @@ pub extern "C-unwind" fn sno_lineage_main(_arg: pg_sys::Datum) {
         return;
     };
     loop {
-        crate::generate::settle(s);
+        crate::pg::generator::settle(s);
         if !BackgroundWorker::wait_latch(Some(Duration::from_secs(1))) {
             break;
         }

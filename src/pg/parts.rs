@@ -2,11 +2,11 @@
 //! `sno_meta`, `sno_partition`, `sno_sequence`, `sno_tick`, `sno_from_parts`, and the unit
 //! bounds `sno_min` / `sno_max` used for index range scans by time.
 
-use crate::fmgr::{
+use crate::id::layout::{PartsError, Sno};
+use crate::id::time::{pg_micros_to_units, units_to_pg_micros};
+use crate::pg::fmgr::{
     arg_i32, arg_i64, arg_sno, finfo_v1, i32_datum, sno_datum, timestamptz_text, UserError,
 };
-use crate::layout::{PartsError, Sno};
-use crate::time::{pg_micros_to_units, units_to_pg_micros};
 use pgrx::pg_sys;
 use pgrx::{pg_guard, PgSqlErrorCode};
 

@@ -7,9 +7,9 @@
 //! (`drifts`) and the safe mark of the other timeline. It writes the file before it issues an
 //! ID beyond the horizon or on a new timeline, so the file always covers every ID already
 //! made. On start-up the timeline resumes as if everything up to the horizon had been used
-//! ([`crate::generator::Timeline::restore`]): a clock behind it is a clock regression, handled
+//! ([`crate::generator::timeline::Timeline::restore`]): a clock behind it is a clock regression, handled
 //! by the tick-tock rule like any other. The file also holds the lineage table
-//! ([`crate::lineage`]): which partitions this data directory and the servers it shares
+//! ([`crate::generator::lineage`]): which partitions this data directory and the servers it shares
 //! history with used, and a bound on each.
 //!
 //! File format (text, one `key=value` per line, so an operator can read it):
@@ -36,7 +36,7 @@
 //! line, an unknown version, a bad checksum — is [`StateError::Corrupt`]. Version 1 files
 //! (sno 0.1.0) are read too.
 
-use crate::lineage::{State, MAX_ENTRIES};
+use crate::generator::lineage::{State, MAX_ENTRIES};
 
 /// The durable part of a timeline.
 #[repr(C)]
@@ -103,7 +103,7 @@ pub fn encode(st: &State) -> String {
 }
 
 fn check_bound(p: Persisted) -> Result<Persisted, StateError> {
-    let max = crate::layout::MAX_UNITS;
+    let max = crate::id::layout::MAX_UNITS;
     if p.horizon > max || p.safe > max as i64 || p.safe < -1 {
         return Err(StateError::Corrupt("value out of range".into()));
     }

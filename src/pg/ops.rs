@@ -2,14 +2,14 @@
 //! functions (compare, sort support with abbreviated keys), the hash support functions, and
 //! the transition functions of `min(sno)` / `max(sno)`.
 //!
-//! The order is plain byte order (memcmp), like `uuid`'s; see [`crate::layout`] for why that
+//! The order is plain byte order (memcmp), like `uuid`'s; see [`crate::id::layout`] for why that
 //! is time order. Hashes are PostgreSQL's own `hash_bytes` / `hash_bytes_extended` over the 10
 //! bytes, exactly what `hash_any` gives core types. Once a hash partition or hash index holds
 //! values, its hash function is cast in stone; using the server's byte hash rather than a Rust
 //! hasher (whose output may change between compiler releases) is what makes that safe.
 
-use crate::fmgr::{arg, arg_i64, arg_sno, bool_datum, finfo_v1, i32_datum};
-use crate::layout::{Sno, LEN};
+use crate::id::layout::{Sno, LEN};
+use crate::pg::fmgr::{arg, arg_i64, arg_sno, bool_datum, finfo_v1, i32_datum};
 use core::cmp::Ordering;
 use core::ffi::c_int;
 use pgrx::pg_guard;

@@ -4,8 +4,8 @@
 
 #[pgrx::pg_schema]
 mod tests {
-    use crate::encoding::encode;
-    use crate::layout::Sno;
+    use crate::id::encoding::encode;
+    use crate::id::layout::Sno;
     use pgrx::prelude::*;
 
     fn one<T: pgrx::IntoDatum + pgrx::FromDatum>(q: &str) -> T {
@@ -293,7 +293,7 @@ mod tests {
         let mut stalls = 0;
         for _ in 0..200 {
             for _ in 0..50_000 {
-                ids.push(crate::generate::generate(3));
+                ids.push(crate::pg::generator::generate(3));
             }
             stalls = one::<i64>("SELECT full_unit_stalls FROM sno_generator") - before;
             if stalls > 0 {

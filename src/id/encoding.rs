@@ -8,7 +8,7 @@
 //! characters from the alphabet, where upper-case `A`..`X` stand for their lower-case letters.
 //! Every accepted string decodes to exactly one ID; output is always lower case.
 
-use crate::layout::{Sno, LEN};
+use crate::id::layout::{Sno, LEN};
 
 /// Length of the text form.
 pub const TEXT_LEN: usize = 16;
@@ -67,6 +67,17 @@ impl core::fmt::Display for DecodeError {
                 position + 1
             ),
         }
+    }
+}
+
+impl std::error::Error for DecodeError {}
+
+/// Parses the 16-character text form, exactly as the SQL input function does: 2-9 and a-x
+/// (upper case read as lower case), nothing trimmed.
+impl core::str::FromStr for Sno {
+    type Err = DecodeError;
+    fn from_str(s: &str) -> Result<Sno, DecodeError> {
+        decode(s.as_bytes())
     }
 }
 

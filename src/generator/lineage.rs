@@ -5,7 +5,7 @@
 //! Pure Rust, no PostgreSQL: the glue passes in what it observes (the WAL timeline, whether a
 //! `backup_label` was present at start, the inode of `global/pg_control`, the configured
 //! partition) and a source of random numbers, and stores the result durably
-//! ([`crate::state`]) and in WAL (the `sno` resource manager), so that standbys, copies and
+//! ([`crate::generator::state_file`]) and in WAL (the `sno` resource manager), so that standbys, copies and
 //! restores receive it.
 //!
 //! The knowledge is a small table of *entries*, one per partition that some member of the
@@ -33,8 +33,8 @@
 //!     ([`Refusal::Inherited`]) until the server gets its own partition, or an administrator
 //!     says the original will never make IDs again (`force`).
 
-use crate::generator::derived_partition;
-use crate::state::Persisted;
+use crate::generator::state_file::Persisted;
+use crate::generator::timeline::derived_partition;
 
 /// How many partitions the table remembers. Past that, the entries with the oldest bounds are
 /// folded into [`State::retired`], a bound applied to every partition.
@@ -482,7 +482,7 @@ mod tests {
         let mut c = a;
         c.become_new(2);
         assert_eq!(b, c);
-        let text = crate::state::encode(&b);
-        assert_eq!(crate::state::decode(text.as_bytes()), Ok(b));
+        let text = crate::generator::state_file::encode(&b);
+        assert_eq!(crate::generator::state_file::decode(text.as_bytes()), Ok(b));
     }
 }

@@ -4,7 +4,7 @@
 //! Pure Rust, no PostgreSQL. muyo/sno silently wraps times outside its 39-bit range; we reject
 //! them (the SQL layer reports SQLSTATE 22008, datetime_field_overflow).
 
-use crate::layout::MAX_UNITS;
+use crate::id::layout::MAX_UNITS;
 
 /// The sno epoch, 2010-01-01T00:00:00Z, in Unix seconds.
 pub const EPOCH_UNIX_SECONDS: i64 = 1_262_304_000;

@@ -17,8 +17,8 @@
 //! ID 213 is not taken in PostgreSQL's list of custom resource managers (wiki page
 //! "CustomWALResourceManagers"); it must be reserved there before a release.
 
-use crate::shmem;
-use crate::state::{decode_record, encode_record};
+use crate::generator::state_file::{decode_record, encode_record};
+use crate::pg::shmem;
 use core::ffi::{c_char, CStr};
 use pgrx::pg_sys;
 use pgrx::prelude::*;
@@ -51,7 +51,7 @@ pub fn init() {
 /// covers leaves the server, [`make_durable`] must have run for it: the rows holding IDs come
 /// after the record in WAL, but an ID a client reads without writing anything (`SELECT
 /// sno_generate()`) must not outlive a failover either.
-pub fn log_lineage(st: &crate::lineage::State, timeline: u32) -> u64 {
+pub fn log_lineage(st: &crate::generator::lineage::State, timeline: u32) -> u64 {
     let rec = encode_record(st, timeline);
     // SAFETY: the data outlives XLogInsert, which copies it.
     unsafe {
@@ -94,7 +94,7 @@ unsafe extern "C-unwind" fn redo(record: *mut pg_sys::XLogReaderState) {
         // Registered only together with the shared memory, so this cannot happen.
         pgrx::error!("sno: shared memory is not initialised");
     };
-    crate::generate::replay(s, &rec);
+    crate::pg::generator::replay(s, &rec);
 }
 
 #[pg_guard]

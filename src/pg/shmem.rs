@@ -8,9 +8,9 @@
 //! (indexed by backend number). A slot is written only by its backend, with relaxed atomic
 //! stores (plain moves on x86-64), and read by the monitoring functions.
 
-use crate::generator::{derived_partition, Timeline};
-use crate::lineage::State;
-use crate::state;
+use crate::generator::lineage::State;
+use crate::generator::state_file;
+use crate::generator::timeline::{derived_partition, Timeline};
 use core::cell::UnsafeCell;
 use core::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU32, AtomicU64, Ordering};
 use pgrx::pg_sys;
@@ -32,7 +32,7 @@ pub struct Shared {
     pub derived_partition: AtomicU32,
     /// The partition judged for use (what `sno_generate` writes); changed under `lock`.
     pub partition: AtomicU32,
-    /// The end of the last lineage record written to WAL ([`crate::wal::make_durable`]).
+    /// The end of the last lineage record written to WAL ([`crate::pg::wal::make_durable`]).
     pub lineage_lsn: AtomicU64,
     /// Waits because every sequence number of a unit was taken.
     pub full_unit_stalls: AtomicU64,
@@ -60,7 +60,7 @@ pub struct Guarded {
     pub timeline: Timeline,
     /// Leases handed out.
     pub leases: u64,
-    /// What this data directory knows of its lineage ([`crate::lineage`]).
+    /// What this data directory knows of its lineage ([`crate::generator::lineage`]).
     pub lineage: State,
     /// The (WAL timeline, `sno.partition`) the lineage was last judged for; generation judges
     /// again when either changes. `u32::MAX`: never judged.
@@ -255,7 +255,7 @@ pub fn start_timeline() -> u32 {
                 .max((*cf).minRecoveryPointTLI)
         }
     };
-    crate::lineage::start_timeline(label, control)
+    crate::generator::lineage::start_timeline(label, control)
 }
 
 /// Whether the state file may be written with fsync (PostgreSQL's `fsync` setting).
@@ -285,13 +285,13 @@ pub fn set_reason(s: &mut Shared, why: &str) {
 /// backup or pg_rewind, or another `global/pg_control` inode): a copy starts a new
 /// incarnation at once, so that a standby's derived partition already differs from its
 /// primary's. A state file of another cluster was copied here by an administrator (after
-/// pg_upgrade): it is adopted like a promotion's ([`crate::lineage`]).
+/// pg_upgrade): it is adopted like a promotion's ([`crate::generator::lineage`]).
 fn restore_state(s: &mut Shared) {
     let dir = std::path::Path::new(".");
     let backup_label = dir.join("backup_label").exists();
     let inode = control_inode();
     let sysid = s.system_identifier;
-    match state::read(dir) {
+    match state_file::read(dir) {
         Ok(Some(mut st)) => {
             if st.system_identifier != sysid {
                 pgrx::log!(
@@ -299,7 +299,7 @@ fn restore_state(s: &mut Shared) {
                     st.system_identifier
                 );
                 st.system_identifier = sysid;
-                st.timeline = crate::lineage::UPGRADED;
+                st.timeline = crate::generator::lineage::UPGRADED;
                 st.at_start(true, inode, draw(), 0);
             } else if st.at_start(backup_label, inode, draw(), start_timeline()) {
                 pgrx::log!(
@@ -309,22 +309,22 @@ fn restore_state(s: &mut Shared) {
             }
             // sno 0.1.0 files do not say which explicit partition was in use: the configured
             // one at the first start after the update.
-            let configured = crate::gucs::PARTITION.get();
-            let v1 = std::fs::read(dir.join(state::FILE_NAME))
+            let configured = crate::pg::gucs::PARTITION.get();
+            let v1 = std::fs::read(dir.join(state_file::FILE_NAME))
                 .map(|b| b.starts_with(b"sno generator state 1\n"))
                 .unwrap_or(false);
             if v1 && configured >= 0 && !st.copied {
                 let me = st.me;
                 st.note(configured as u16, true, me);
             }
-            let changed = state::read(dir).ok().flatten() != Some(st);
+            let changed = state_file::read(dir).ok().flatten() != Some(st);
             // SAFETY: the postmaster, before any other process exists.
             let g = unsafe { &mut *s.guarded.get() };
             g.timeline = Timeline::restore(st.me);
             set_lineage(s, g, st);
             s.state.store(STATE_READY, Ordering::Relaxed);
             if changed {
-                if let Err(e) = state::write(dir, &st, fsync_enabled()) {
+                if let Err(e) = state_file::write(dir, &st, fsync_enabled()) {
                     // Kept in memory and written before the first ID.
                     pgrx::warning!("sno: could not write the generator state file: {e}");
                     s.guarded.get_mut().dirty = true;
@@ -344,7 +344,7 @@ fn restore_state(s: &mut Shared) {
             s.state.store(STATE_MISSING, Ordering::Relaxed);
             pgrx::log!(
                 "sno: no generator state file ({}); CREATE EXTENSION sno or sno_generator_initialize() creates it",
-                state::FILE_NAME
+                state_file::FILE_NAME
             );
         }
         Err(e) => {
@@ -354,7 +354,7 @@ fn restore_state(s: &mut Shared) {
             set_reason(s, &e.to_string());
             pgrx::warning!(
                 "sno: cannot use the generator state file {}: {e}; see the HINT of sno_generate",
-                state::FILE_NAME
+                state_file::FILE_NAME
             );
         }
     }

@@ -122,10 +122,16 @@ impl Sno {
         Sno::new(units, 1, u8::MAX, u16::MAX, u16::MAX)
     }
 
-    /// The raw bytes.
+    /// The 10 bytes, as Go's `Bytes()` and PostgreSQL's binary format give them.
     #[inline]
-    pub const fn as_bytes(&self) -> &[u8; LEN] {
-        &self.0
+    pub const fn to_bytes(self) -> [u8; LEN] {
+        self.0
+    }
+
+    /// An ID from its 10 bytes (every value is a valid ID).
+    #[inline]
+    pub const fn from_bytes(bytes: [u8; LEN]) -> Sno {
+        Sno(bytes)
     }
 
     /// Reads an ID from a slice of exactly [`LEN`] bytes.
@@ -179,9 +185,48 @@ impl Sno {
     }
 }
 
+impl From<[u8; LEN]> for Sno {
+    fn from(bytes: [u8; LEN]) -> Sno {
+        Sno(bytes)
+    }
+}
+
+impl From<Sno> for [u8; LEN] {
+    fn from(id: Sno) -> [u8; LEN] {
+        id.0
+    }
+}
+
+impl TryFrom<&[u8]> for Sno {
+    type Error = LengthError;
+    /// Exactly [`LEN`] bytes, or an error that gives the length.
+    fn try_from(b: &[u8]) -> Result<Sno, LengthError> {
+        Sno::from_slice(b).ok_or(LengthError(b.len()))
+    }
+}
+
+impl AsRef<[u8]> for Sno {
+    fn as_ref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+/// A byte string that is not [`LEN`] bytes long; holds its length.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LengthError(pub usize);
+
+impl fmt::Display for LengthError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "a sno ID is exactly {LEN} bytes, not {}", self.0)
+    }
+}
+
+impl std::error::Error for LengthError {}
+impl std::error::Error for PartsError {}
+
 impl fmt::Debug for Sno {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let text = crate::encoding::encode(self);
+        let text = crate::id::encoding::encode(self);
         // The alphabet is ASCII, so this never fails.
         f.write_str(core::str::from_utf8(&text).unwrap_or("?"))
     }

@@ -1,13 +1,13 @@
 //! Input and output of `sno` values: text (`sno_in`, `sno_out`), binary (`sno_recv`,
 //! `sno_send`) and the `bytea` casts Go clients rely on.
 //!
-//! The text form is the 16-character sno32 encoding ([`crate::encoding`]); the binary form is
+//! The text form is the 16-character sno32 encoding ([`crate::id::encoding`]); the binary form is
 //! exactly the 10 raw bytes, as for `uuid`. A wrong length is always an error, never a silent
 //! truncation.
 
-use crate::encoding::{decode, encode, TEXT_LEN};
-use crate::fmgr::{arg, arg_sno, finfo_v1, quoted, sno_datum, UserError};
-use crate::layout::{Sno, LEN};
+use crate::id::encoding::{decode, encode, TEXT_LEN};
+use crate::id::layout::{Sno, LEN};
+use crate::pg::fmgr::{arg, arg_sno, finfo_v1, quoted, sno_datum, UserError};
 use pgrx::pg_sys;
 use pgrx::{pg_guard, PgSqlErrorCode};
 
@@ -47,7 +47,7 @@ pub unsafe extern "C-unwind" fn sno_in(fcinfo: pg_sys::FunctionCallInfo) -> pg_s
 #[no_mangle]
 pub unsafe extern "C-unwind" fn sno_out(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
     let text = encode(arg_sno(fcinfo, 0));
-    let out = crate::fmgr::palloc_small(TEXT_LEN + 1);
+    let out = crate::pg::fmgr::palloc_small(TEXT_LEN + 1);
     core::ptr::copy_nonoverlapping(text.as_ptr(), out, TEXT_LEN);
     *out.add(TEXT_LEN) = 0;
     pg_sys::Datum::from(out)

@@ -9,7 +9,7 @@
 //! Every function here is STRICT in SQL, so PostgreSQL never calls it with a NULL argument and
 //! the helpers do not look at null flags.
 
-use crate::layout::{Sno, LEN};
+use crate::id::layout::{Sno, LEN};
 use pgrx::pg_sys;
 use pgrx::{PgLogLevel, PgSqlErrorCode};
 

@@ -1,0 +1,12 @@
+//! The generator's pure decisions, with no PostgreSQL in them (the extension's glue in `pg`
+//! gives them shared memory, a lock, a clock, files and WAL):
+//! - [`timeline`]: the tick-tock timeline and its leases of sequence numbers, which never give
+//!   out an ID twice, whatever the clock does;
+//! - [`state_file`]: the durable state file (`sno_generator.state`) and the WAL record's
+//!   payload, encoded and decoded;
+//! - [`lineage`]: which partitions a data directory and the servers it shares history with
+//!   (standbys, copies, upgrades) have used, and what a server may do about them.
+
+pub mod lineage;
+pub mod state_file;
+pub mod timeline;

@@ -1,0 +1,300 @@
+//! The durable state: the lineage judged before IDs are made, the state file and WAL record
+//! written before the IDs they cover, their redo, and `sno_generator_initialize`.
+
+use super::hot::{raise_clock_out_of_range, SlowError, HORIZON_AHEAD, HORIZON_MARGIN};
+use super::{configured, wal_timeline};
+use crate::generator::lineage::Refusal;
+use crate::generator::timeline::{Persisted, Timeline};
+use crate::id::layout::MAX_UNITS;
+use crate::pg::fmgr::UserError;
+use crate::pg::gucs;
+use crate::pg::shmem::{self, Guarded, Shared};
+use core::sync::atomic::Ordering::Relaxed;
+use pgrx::prelude::*;
+use pgrx::{pg_sys, PgSqlErrorCode};
+
+/// Makes sure the lineage state was judged for the current WAL timeline and `sno.partition`
+/// ([`crate::generator::lineage::State::judge`]) before IDs are made. Under the lock.
+pub(super) fn judge(
+    s: &'static Shared,
+    g: &mut Guarded,
+    timeline: u32,
+    take_over: bool,
+) -> Result<(), SlowError> {
+    let status = s.state.load(Relaxed);
+    if status != shmem::STATE_READY {
+        if configured().is_some() {
+            return Err(SlowError::State(status));
+        }
+        // A derived partition needs nothing from the lost state: the incarnation drawn at
+        // start-up gives a new partition, different from every one the lineage is known to
+        // have used.
+        s.state.store(shmem::STATE_READY, Relaxed);
+        g.dirty = true;
+        g.judged = (u32::MAX, -1);
+        pgrx::warning!(
+            "sno: {}; IDs are now made with a new derived partition, so they cannot repeat earlier ones",
+            if status == shmem::STATE_MISSING { "the generator state file was missing".to_string() } else { format!("the generator state file was unusable ({})", s.reason()) }
+        );
+    }
+    let key = (timeline, gucs::PARTITION.get());
+    if g.judged == key && !g.lineage.copied && !take_over {
+        return Ok(());
+    }
+    let mut st = g.lineage;
+    match st.judge(timeline, configured(), take_over, shmem::draw) {
+        Err(Refusal::Inherited(p)) => Err(SlowError::Inherited(p)),
+        Ok(j) => {
+            g.timeline.absorb(j.absorb);
+            g.dirty |= j.changed;
+            shmem::set_lineage(s, g, st);
+            s.partition.store(j.partition as u32, Relaxed);
+            g.judged = key;
+            if j.took_over {
+                pgrx::warning!(
+                    "sno: partition {} was used before this server's {}; IDs go on after the last of them this server knows of",
+                    j.partition,
+                    if take_over { "copy was taken over (take_over => true)" } else { "promotion, point-in-time restore or upgrade" }
+                );
+            }
+            Ok(())
+        }
+    }
+}
+
+/// Judges the lineage for the current configuration and WAL timeline and writes it if it
+/// changed (the background worker's job, see [`crate::pg::worker`]). Errors are logged, not
+/// raised: `sno_generate` raises them to the user.
+pub fn settle(s: &'static Shared) {
+    // SAFETY: reads a shared flag.
+    if unsafe { pg_sys::RecoveryInProgress() } || s.state.load(Relaxed) != shmem::STATE_READY {
+        return;
+    }
+    let timeline = wal_timeline();
+    let failed = shmem::locked(s, |g| {
+        if judge(s, g, timeline, false).is_ok() && g.dirty {
+            return persist(s, g, timeline).err();
+        }
+        None
+    });
+    if let Some(e) = failed {
+        pgrx::log!("sno: could not write the generator state file: {e}");
+    }
+}
+
+/// Writes the durable state (the state file, then a WAL record) so that it covers the
+/// timeline's next durable horizon. Under the lock, before any ID it covers is handed out.
+pub(super) fn persist(s: &'static Shared, g: &mut Guarded, timeline: u32) -> std::io::Result<()> {
+    let tl = &g.timeline;
+    let p = tl.due(HORIZON_AHEAD, HORIZON_MARGIN).unwrap_or(Persisted {
+        horizon: tl
+            .horizon
+            .max(tl.hi.saturating_add(HORIZON_AHEAD).min(MAX_UNITS)),
+        safe: tl.safe,
+        drifts: tl.drifts,
+    });
+    let mut st = g.lineage;
+    st.written(p);
+    crate::generator::state_file::write(std::path::Path::new("."), &st, shmem::fsync_enabled())?;
+    let lsn = crate::pg::wal::log_lineage(&st, timeline);
+    s.lineage_lsn.store(lsn, Relaxed);
+    shmem::set_lineage(s, g, st);
+    g.timeline.written(p);
+    g.dirty = false;
+    Ok(())
+}
+
+/// Redo of a lineage record (in the startup process): merge it, and write the state file so
+/// that the knowledge survives this server's restarts. A state file that could not be read is
+/// left alone (the administrator decides); the knowledge is kept in memory.
+pub fn replay(s: &'static Shared, rec: &crate::generator::state_file::Record) {
+    let written = shmem::locked(s, |g| {
+        let mut st = g.lineage;
+        st.replay(rec.incarnation, rec.timeline, &rec.partitions, rec.bound);
+        if rec.incarnation == st.incarnation {
+            g.timeline.absorb(rec.bound);
+        }
+        // A standby or a restore (archive recovery) learns its lineage here: it writes what it
+        // knows, creating the file if it had none. Crash recovery with a lost or unusable file
+        // must not: the records it replays are not all this server's own writes (those after
+        // the last flushed one are lost), so the HINT's choices stay with the administrator.
+        let status = s.state.load(Relaxed);
+        // SAFETY: plain read of a startup-process global.
+        let archive = unsafe { pg_sys::ArchiveRecoveryRequested };
+        if status == shmem::STATE_READY || (status == shmem::STATE_MISSING && archive) {
+            crate::generator::state_file::write(
+                std::path::Path::new("."),
+                &st,
+                shmem::fsync_enabled(),
+            )?;
+            s.state.store(shmem::STATE_READY, Relaxed);
+        }
+        shmem::set_lineage(s, g, st);
+        Ok::<(), std::io::Error>(())
+    });
+    if let Err(e) = written {
+        raise_write(e);
+    }
+}
+
+pub(super) fn raise_inherited(p: u16) -> ! {
+    UserError::new(
+        PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+        format!("this server is a copy of one that made IDs with partition {p}"),
+    )
+    .detail(format!("sno.partition is {p} here too; two servers making IDs with one partition could repeat IDs."))
+    .hint("Give this server its own sno.partition, one no other server uses (in postgresql.conf or with ALTER SYSTEM), and reload the configuration.")
+    .raise()
+}
+
+pub(super) fn raise_state(s: &Shared, st: u32) -> ! {
+    if st == shmem::STATE_MISSING {
+        UserError::new(
+            PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+            format!("sno generator has no state file (\"{}\" in the data directory)", crate::generator::state_file::FILE_NAME),
+        )
+        .detail("The file records up to when this server's partition was used, so that a restart with the clock set back cannot repeat IDs.".into())
+        .hint("If the file was moved away, put it back (after pg_upgrade: copy the one in the old data directory) and run SELECT sno_generator_initialize(); as a superuser; a copy from an older backup is not enough. Otherwise first give this server a sno.partition no server has used and reload the configuration, then run SELECT sno_generator_initialize();.")
+        .raise()
+    } else {
+        UserError::new(
+            PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+            format!("cannot use the sno generator state file \"{}\": {}", crate::generator::state_file::FILE_NAME, s.reason()),
+        )
+        .detail("Without it a restart with the clock set back could repeat IDs, so none are made.".into())
+        .hint("Give this server a sno.partition no server has used and reload the configuration, then run SELECT sno_generator_initialize(force => true); as a superuser. A copy of the file from a backup is not enough: IDs made after it could repeat.")
+        .raise()
+    }
+}
+
+/// `sno_generator_initialize(force bool DEFAULT false, take_over bool DEFAULT false) → bool`.
+///
+/// Makes the generator's durable state usable, never losing what is known:
+/// * state file missing or unusable at start-up, and now a valid one in the data directory
+///   (put back from a backup, or copied from the old data directory after pg_upgrade): it is
+///   read and adopted, merged with what WAL replay taught this server (true);
+/// * no state file at all: one is created from what this server knows (true);
+/// * an unusable file: replaced only with `force` (true), keeping what is known;
+/// * a usable state: nothing to do (false), except rewriting a file that went missing.
+///
+/// `take_over` makes this server use the explicit partition of the server it was copied from
+/// (an administrator's word that the original will never make IDs again). Superusers only;
+/// a no-op when sno is not preloaded.
+#[pg_extern(volatile, parallel_unsafe)]
+pub(super) fn sno_generator_initialize(
+    force: pgrx::default!(bool, false),
+    take_over: pgrx::default!(bool, false),
+) -> bool {
+    // SAFETY: plain call.
+    if !unsafe { pg_sys::superuser() } {
+        UserError::new(
+            PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
+            "only superusers can initialize the sno generator".into(),
+        )
+        .raise();
+    }
+    let Some(s) = shmem::shared() else {
+        return false;
+    };
+    // SAFETY: reads a shared flag.
+    if unsafe { pg_sys::RecoveryInProgress() } {
+        UserError::new(
+            PgSqlErrorCode::ERRCODE_READ_ONLY_SQL_TRANSACTION,
+            "cannot initialize the sno generator during recovery".into(),
+        )
+        .hint("Run it once this server is promoted.")
+        .raise();
+    }
+    let timeline = wal_timeline();
+    let dir = std::path::Path::new(".");
+    let outcome = shmem::locked(s, |g| {
+        let status = s.state.load(Relaxed);
+        let mut did = false;
+        match (status, crate::generator::state_file::read(dir)) {
+            (shmem::STATE_READY, Ok(Some(_))) => {}
+            (shmem::STATE_READY, _) => {
+                // The file went missing or bad while the server ran: what it holds in memory
+                // is newer than any copy, so it is written again.
+                g.dirty = true;
+                did = true;
+            }
+            (_, Ok(Some(mut file))) => {
+                if file.system_identifier != s.system_identifier {
+                    file.system_identifier = s.system_identifier;
+                    file.timeline = crate::generator::lineage::UPGRADED;
+                    file.at_start(true, shmem::control_inode(), shmem::draw(), 0);
+                } else {
+                    file.at_start(false, shmem::control_inode(), shmem::draw(), timeline);
+                }
+                // What WAL replay taught this server while it had no usable file (crash
+                // recovery replays this server's own records too: a partition the file says
+                // is this server's stays its own, with the later bound).
+                for e in g.lineage.entries() {
+                    let mine = file.is_mine(e.partition);
+                    file.note(e.partition, mine, e.bound);
+                    if mine {
+                        file.written(e.bound);
+                    }
+                }
+                let mut tl = Timeline::restore(file.me);
+                tl.absorb(g.timeline.durable());
+                g.timeline = tl;
+                shmem::set_lineage(s, g, file);
+                g.judged = (u32::MAX, -1);
+                g.dirty = true;
+                s.state.store(shmem::STATE_READY, Relaxed);
+                did = true;
+            }
+            (_, Ok(None)) => {
+                g.dirty = true;
+                s.state.store(shmem::STATE_READY, Relaxed);
+                did = true;
+            }
+            (_, Err(e)) => {
+                if !force {
+                    return Err(SlowError::State(shmem::STATE_BROKEN));
+                }
+                pgrx::warning!(
+                    "sno: replacing the unusable generator state file ({e}); what this server knows is kept"
+                );
+                g.dirty = true;
+                s.state.store(shmem::STATE_READY, Relaxed);
+                did = true;
+            }
+        }
+        // Judged now, not at the first ID: a copy taken right after CREATE EXTENSION must
+        // know the partition this server is configured with. A refusal is sno_generate's to
+        // raise (unless the caller asks to take the partition over).
+        match judge(s, g, timeline, take_over) {
+            Ok(()) => did |= take_over,
+            Err(SlowError::Inherited(p)) if take_over => return Err(SlowError::Inherited(p)),
+            Err(SlowError::Inherited(_)) => {}
+            Err(e) => return Err(e),
+        }
+        if g.dirty {
+            persist(s, g, timeline).map_err(SlowError::Write)?;
+        }
+        Ok(did)
+    });
+    match outcome {
+        Ok(did) => did,
+        Err(SlowError::State(st)) => raise_state(s, st),
+        Err(SlowError::Inherited(p)) => raise_inherited(p),
+        Err(SlowError::Write(e)) => raise_write(e),
+        Err(SlowError::Clock) => raise_clock_out_of_range(),
+    }
+}
+
+/// The state file could not be written: no ID is made past the recorded horizon.
+pub(super) fn raise_write(e: std::io::Error) -> ! {
+    UserError::new(
+        PgSqlErrorCode::ERRCODE_IO_ERROR,
+        format!(
+            "could not write sno generator state file \"{}\": {e}",
+            crate::generator::state_file::FILE_NAME
+        ),
+    )
+    .detail("No ID is made beyond the time recorded in that file.".into())
+    .hint("Check the data directory's free space and permissions.")
+    .raise()
+}

@@ -1,0 +1,358 @@
+//! `sno_generate`: the fast path, the slow path under the lock, and waits for the clock.
+
+use super::durable::{judge, persist, raise_inherited, raise_state, raise_write};
+use super::{shared_or_raise, wal_timeline};
+use crate::generator::timeline::{Grant, Local};
+use crate::id::layout::{Sno, MAX_UNITS};
+use crate::id::time::{units_from_timespec, units_to_pg_micros, units_to_unix_nanos};
+use crate::pg::fmgr::{arg_i32, finfo_v1, sno_datum, UserError};
+use crate::pg::gucs;
+use crate::pg::shmem::{self, Shared, Slot};
+use core::cell::UnsafeCell;
+use core::sync::atomic::Ordering::Relaxed;
+use pgrx::prelude::*;
+use pgrx::{pg_sys, PgSqlErrorCode};
+
+finfo_v1!(pg_finfo_sno_generate, pg_finfo_sno_generate_default);
+
+/// How far past the high-water mark the durable horizon is written: 2 s (500 units).
+/// After a crash the server resumes past it, so a restart within 2 s flips the tick-tock bit.
+pub(super) const HORIZON_AHEAD: u64 = 500;
+/// The horizon is renewed when the high-water mark comes within 1 s of it, so the state file
+/// is written (and flushed) about once a second while IDs are being made, never per ID.
+pub(super) const HORIZON_MARGIN: u64 = 250;
+
+/// A clock reading outside the range of the format.
+pub(super) const OUT_OF_RANGE: u64 = u64::MAX;
+
+/// This backend's generator.
+pub(super) struct Backend {
+    /// The lease being spent.
+    local: Local,
+    /// Partition to write, fixed at each lease (so a reload takes effect within one unit).
+    partition: u16,
+    /// This backend's statistics slot (null when it has none).
+    slot: *const Slot,
+    /// IDs this backend has issued.
+    issued: u64,
+    /// The end of the last lineage record this backend made durable.
+    durable_lsn: u64,
+    /// Whether the slot and the exit callback are set up.
+    ready: bool,
+}
+
+/// Per-backend state without a lock: a PostgreSQL backend runs SQL functions on one thread,
+/// and parallel workers are separate processes with their own copy.
+pub(super) struct BackendCell(UnsafeCell<Backend>);
+// SAFETY: see above; the cell is never touched from another thread.
+unsafe impl Sync for BackendCell {}
+
+pub(super) static BACKEND: BackendCell = BackendCell(UnsafeCell::new(Backend {
+    local: Local {
+        lease: crate::generator::timeline::Lease {
+            unit: 0,
+            tick: 0,
+            next: 0,
+            end: 0,
+        },
+        block: 0,
+    },
+    partition: 0,
+    slot: core::ptr::null(),
+    issued: 0,
+    durable_lsn: 0,
+    ready: false,
+}));
+
+/// The wall clock (CLOCK_REALTIME) in 4 ms units, or [`OUT_OF_RANGE`].
+#[inline(always)]
+pub(super) fn clock_units() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: valid out-pointer; CLOCK_REALTIME always exists.
+    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
+    units_from_timespec(ts.tv_sec, ts.tv_nsec).unwrap_or(OUT_OF_RANGE)
+}
+
+/// `sno_generate(meta int) → sno`
+#[pg_guard]
+#[no_mangle]
+pub unsafe extern "C-unwind" fn sno_generate(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
+    let meta = arg_i32(fcinfo, 0);
+    if !(0..=255).contains(&meta) {
+        UserError::new(
+            PgSqlErrorCode::ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE,
+            format!("meta {meta} is out of range for type sno"),
+        )
+        .detail("The value must be 0 to 255.".into())
+        .raise();
+    }
+    sno_datum(generate(meta as u8))
+}
+
+/// `sno_generate() → sno` (meta 0)
+#[pg_guard]
+#[no_mangle]
+pub unsafe extern "C-unwind" fn sno_generate_default(
+    _fcinfo: pg_sys::FunctionCallInfo,
+) -> pg_sys::Datum {
+    sno_datum(generate(0))
+}
+
+/// One new ID.
+#[inline(always)]
+pub(crate) fn generate(meta: u8) -> Sno {
+    // SAFETY: single-threaded backend (see BackendCell).
+    let b = unsafe { &mut *BACKEND.0.get() };
+    let now = clock_units();
+    if let Some((unit, tick, seq)) = b.local.next(now) {
+        b.count();
+        return Sno::new(unit, tick, meta, b.partition, seq);
+    }
+    generate_slow(b, meta)
+}
+
+impl Backend {
+    #[inline(always)]
+    fn count(&mut self) {
+        self.issued += 1;
+        // SAFETY: the slot is this backend's own, in shared memory that outlives it.
+        if let Some(slot) = unsafe { self.slot.as_ref() } {
+            slot.issued.store(self.issued, Relaxed);
+        }
+    }
+}
+
+/// Claims this backend's statistics slot and arranges for its count to be kept at exit.
+pub(super) fn set_up(b: &mut Backend, s: &'static Shared) {
+    let slots = shmem::slots(s);
+    if let Some(slot) = shmem::my_slot_index().and_then(|i| slots.get(i)) {
+        // SAFETY: plain read of a per-process global.
+        slot.pid.store(unsafe { pg_sys::MyProcPid }, Relaxed);
+        for c in [
+            &slot.issued,
+            &slot.leases,
+            &slot.full_unit_stalls,
+            &slot.clock_waits,
+            &slot.lease_unit,
+        ] {
+            c.store(0, Relaxed);
+        }
+        b.slot = slot;
+    }
+    // SAFETY: registered once per backend (there are 20 exit-callback slots per process).
+    unsafe { pg_sys::before_shmem_exit(Some(on_exit), pg_sys::Datum::from(0)) };
+    b.ready = true;
+}
+
+/// At backend exit: fold this backend's count into the server total and free the slot.
+#[pg_guard]
+pub(super) unsafe extern "C-unwind" fn on_exit(_code: core::ffi::c_int, _arg: pg_sys::Datum) {
+    let b = &mut *BACKEND.0.get();
+    if let Some(s) = shmem::shared() {
+        s.retired_ids.fetch_add(b.issued, Relaxed);
+        if let Some(slot) = b.slot.as_ref() {
+            slot.issued.store(0, Relaxed);
+            slot.pid.store(0, Relaxed);
+        }
+    }
+    b.slot = core::ptr::null();
+    b.issued = 0;
+}
+
+#[cold]
+#[inline(never)]
+pub(super) fn generate_slow(b: &mut Backend, meta: u8) -> Sno {
+    let s = shared_or_raise();
+    if !b.ready {
+        set_up(b, s);
+    }
+    // SAFETY: reads a shared flag; cannot fail.
+    if unsafe { pg_sys::RecoveryInProgress() } {
+        UserError::new(
+            PgSqlErrorCode::ERRCODE_READ_ONLY_SQL_TRANSACTION,
+            "cannot generate sno IDs during recovery".into(),
+        )
+        .detail(
+            "A standby makes IDs once it is promoted; until then its primary makes them.".into(),
+        )
+        .hint("Generate IDs on the primary.")
+        .raise();
+    }
+    let timeline = wal_timeline();
+    let mut waited_since: Option<std::time::Instant> = None;
+    loop {
+        let mut now = OUT_OF_RANGE;
+        let grant = shmem::locked(s, |g| {
+            judge(s, g, timeline, false)?;
+            now = clock_units();
+            if now == OUT_OF_RANGE {
+                return Err(SlowError::Clock);
+            }
+            // The lease may still serve: the first reading was a moment before this one.
+            if b.local.has(now) && !g.dirty {
+                return Ok(Grant::Lease {
+                    lease: b.local.lease,
+                    flipped: false,
+                });
+            }
+            let grant = g.timeline.lease(now, b.local.want(now));
+            if matches!(grant, Grant::Lease { .. }) {
+                g.leases += 1;
+                // Durable before use: the state file and WAL must cover every ID handed out.
+                if g.dirty || g.timeline.due(HORIZON_AHEAD, HORIZON_MARGIN).is_some() {
+                    persist(s, g, timeline).map_err(SlowError::Write)?;
+                }
+            }
+            Ok(grant)
+        });
+        let grant = match grant {
+            Ok(g) => g,
+            Err(SlowError::Clock) => raise_clock_out_of_range(),
+            Err(SlowError::State(st)) => raise_state(s, st),
+            Err(SlowError::Inherited(p)) => raise_inherited(p),
+            Err(SlowError::Write(e)) => raise_write(e),
+        };
+        match grant {
+            Grant::Lease { lease, flipped } => {
+                if lease != b.local.lease {
+                    b.local.install(lease);
+                    b.partition = s.partition.load(Relaxed) as u16;
+                    // SAFETY: our own slot.
+                    if let Some(slot) = unsafe { b.slot.as_ref() } {
+                        slot.leases.fetch_add(1, Relaxed);
+                        slot.lease_unit.store(lease.unit, Relaxed);
+                        slot.lease_tick.store(lease.tick as u32, Relaxed);
+                        slot.lease_start.store(lease.next, Relaxed);
+                        slot.lease_end.store(lease.end, Relaxed);
+                    }
+                }
+                // The bound covering this ID must survive a failover before the ID leaves.
+                let lsn = s.lineage_lsn.load(Relaxed);
+                if lsn > b.durable_lsn {
+                    crate::pg::wal::make_durable(lsn);
+                    b.durable_lsn = lsn;
+                }
+                if flipped {
+                    pgrx::log!(
+                        "sno: the system clock went back; IDs now use tick-tock bit {}",
+                        lease.tick
+                    );
+                }
+                let (unit, tick, seq) = b
+                    .local
+                    .next(now)
+                    .expect("a fresh lease of the current unit");
+                b.count();
+                return Sno::new(unit, tick, meta, b.partition, seq);
+            }
+            Grant::FullUnit { until } => {
+                s.full_unit_stalls.fetch_add(1, Relaxed);
+                // SAFETY: our own slot.
+                if let Some(slot) = unsafe { b.slot.as_ref() } {
+                    slot.full_unit_stalls.fetch_add(1, Relaxed);
+                }
+                wait_for_unit(
+                    s,
+                    until,
+                    &mut waited_since,
+                    "Every sequence number of the current 4 ms unit is taken",
+                );
+            }
+            Grant::ClockBehind { until } => {
+                s.clock_waits.fetch_add(1, Relaxed);
+                // SAFETY: our own slot.
+                if let Some(slot) = unsafe { b.slot.as_ref() } {
+                    slot.clock_waits.fetch_add(1, Relaxed);
+                }
+                wait_for_unit(
+                    s,
+                    until,
+                    &mut waited_since,
+                    "The system clock went back into time already used for IDs",
+                );
+            }
+        }
+    }
+}
+
+/// Why the slow path could not lease.
+pub(super) enum SlowError {
+    /// The clock is outside the range of the format.
+    Clock,
+    /// The durable state is missing or unusable (a `STATE_*` code) and the partition is
+    /// explicit.
+    State(u32),
+    /// The state file could not be written.
+    Write(std::io::Error),
+    /// The configured partition is one the server this one was copied from used.
+    Inherited(u16),
+}
+
+pub(super) fn raise_clock_out_of_range() -> ! {
+    UserError::new(
+        PgSqlErrorCode::ERRCODE_DATETIME_FIELD_OVERFLOW,
+        "the system clock is out of range for type sno".into(),
+    )
+    .detail(
+        "sno IDs hold times from 2010-01-01 00:00:00 UTC to 2079-09-07 15:47:35.551999 UTC.".into(),
+    )
+    .hint("Check the server's clock.")
+    .raise()
+}
+
+/// Sleeps on the process latch until the wall clock reaches unit `until`. The time spent in
+/// all waits of one call is bounded by `sno.max_clock_wait`; past it the call fails.
+pub(super) fn wait_for_unit(
+    s: &Shared,
+    until: u64,
+    since: &mut Option<std::time::Instant>,
+    why: &str,
+) {
+    if until > MAX_UNITS {
+        // The last unit of the format is used up: no later unit exists to wait for.
+        raise_clock_out_of_range();
+    }
+    let started = *since.get_or_insert_with(std::time::Instant::now);
+    let max_ms = gucs::MAX_CLOCK_WAIT_MS.get().max(0) as u128;
+    let target_ns = units_to_unix_nanos(until);
+    loop {
+        pgrx::check_for_interrupts!();
+        let now_ns = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as i128)
+            .unwrap_or(0);
+        if now_ns >= target_ns {
+            return;
+        }
+        let waited = started.elapsed().as_millis();
+        if waited >= max_ms {
+            s.clock_wait_failures.fetch_add(1, Relaxed);
+            UserError::new(
+                PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+                format!(
+                    "sno_generate gave up after waiting {waited} ms for the system clock to reach {}",
+                    crate::pg::fmgr::timestamptz_text(units_to_pg_micros(until))
+                ),
+            )
+            .detail(format!("{why}; making an ID now could repeat one already made."))
+            .hint("Check the server's clock (NTP). sno.max_clock_wait sets how long to wait.")
+            .raise();
+        }
+        let left_ms = ((target_ns - now_ns) / 1_000_000 + 1) as i64;
+        let timeout = left_ms.min((max_ms - waited) as i64).clamp(1, 100);
+        // SAFETY: MyLatch is this process's latch; the wait returns on timeout, latch or
+        // interrupt, and exits the process if the postmaster dies.
+        unsafe {
+            pg_sys::WaitLatch(
+                pg_sys::MyLatch,
+                (pg_sys::WL_LATCH_SET | pg_sys::WL_TIMEOUT | pg_sys::WL_EXIT_ON_PM_DEATH) as i32,
+                timeout as _,
+                pg_sys::PG_WAIT_EXTENSION,
+            );
+            pg_sys::ResetLatch(pg_sys::MyLatch);
+        }
+    }
+}

@@ -1,0 +1,163 @@
+//! Monitoring: the functions behind the `sno_generator`, `sno_generator_backends` and
+//! `sno_generator_lineage` views, and `sno_current_partition`.
+
+use super::{effective_partition, shared_or_raise};
+use crate::id::time::units_to_pg_micros;
+use crate::pg::shmem::{self};
+use core::sync::atomic::Ordering::Relaxed;
+use pgrx::prelude::*;
+
+/// `sno_generator_info()`: the server's generator, one row.
+#[pg_extern(volatile, parallel_safe)]
+#[allow(clippy::type_complexity)]
+pub(super) fn sno_generator_info() -> TableIterator<
+    'static,
+    (
+        name!(partition, i32),
+        name!(partition_source, String),
+        name!(system_identifier, String),
+        name!(high_water, Option<TimestampWithTimeZone>),
+        name!(safe_mark, Option<TimestampWithTimeZone>),
+        name!(tick, i32),
+        name!(regressions, i64),
+        name!(ids_issued, i64),
+        name!(leases, i64),
+        name!(full_unit_stalls, i64),
+        name!(clock_waits, i64),
+        name!(clock_wait_failures, i64),
+        name!(active_backends, i32),
+        name!(state, String),
+        name!(horizon, Option<TimestampWithTimeZone>),
+    ),
+> {
+    let s = shared_or_raise();
+    let (tl, leases) = shmem::locked(s, |g| (g.timeline, g.leases));
+    let (partition, source) = effective_partition(s);
+    let slots = shmem::slots(s);
+    let live: u64 = slots
+        .iter()
+        .filter(|x| x.pid.load(Relaxed) != 0)
+        .map(|x| x.issued.load(Relaxed))
+        .sum();
+    let active = slots.iter().filter(|x| x.pid.load(Relaxed) != 0).count() as i32;
+    let ts = |u: u64| TimestampWithTimeZone::try_from(units_to_pg_micros(u)).ok();
+    TableIterator::once((
+        partition as i32,
+        source.to_string(),
+        s.system_identifier.to_string(),
+        if leases > 0 { ts(tl.hi) } else { None },
+        if tl.safe >= 0 {
+            ts(tl.safe as u64)
+        } else {
+            None
+        },
+        tl.tick() as i32,
+        tl.drifts as i64,
+        (live + s.retired_ids.load(Relaxed)) as i64,
+        leases as i64,
+        s.full_unit_stalls.load(Relaxed) as i64,
+        s.clock_waits.load(Relaxed) as i64,
+        s.clock_wait_failures.load(Relaxed) as i64,
+        active,
+        match s.state.load(Relaxed) {
+            shmem::STATE_READY => "ready".to_string(),
+            shmem::STATE_MISSING => "no state file".to_string(),
+            _ => format!("unusable state file: {}", s.reason()),
+        },
+        if s.state.load(Relaxed) == shmem::STATE_READY {
+            ts(tl.horizon)
+        } else {
+            None
+        },
+    ))
+}
+
+/// `sno_generator_backends()`: one row per backend that has generated IDs. Execute is granted
+/// to `pg_monitor` only (and superusers).
+#[pg_extern(volatile, parallel_safe)]
+#[allow(clippy::type_complexity)]
+pub(super) fn sno_generator_backends() -> TableIterator<
+    'static,
+    (
+        name!(pid, i32),
+        name!(ids_issued, i64),
+        name!(leases, i64),
+        name!(full_unit_stalls, i64),
+        name!(clock_waits, i64),
+        name!(lease_time, Option<TimestampWithTimeZone>),
+        name!(lease_tick, i32),
+        name!(lease_start, i32),
+        name!(lease_end, i32),
+    ),
+> {
+    let s = shared_or_raise();
+    let rows: Vec<_> = shmem::slots(s)
+        .iter()
+        .filter(|x| x.pid.load(Relaxed) != 0)
+        .map(|x| {
+            let leases = x.leases.load(Relaxed);
+            (
+                x.pid.load(Relaxed),
+                x.issued.load(Relaxed) as i64,
+                leases as i64,
+                x.full_unit_stalls.load(Relaxed) as i64,
+                x.clock_waits.load(Relaxed) as i64,
+                if leases > 0 {
+                    TimestampWithTimeZone::try_from(units_to_pg_micros(x.lease_unit.load(Relaxed)))
+                        .ok()
+                } else {
+                    None
+                },
+                x.lease_tick.load(Relaxed) as i32,
+                x.lease_start.load(Relaxed) as i32,
+                x.lease_end.load(Relaxed) as i32,
+            )
+        })
+        .collect();
+    TableIterator::new(rows)
+}
+
+/// `sno_generator_lineage()`: what this data directory knows of the partitions used in its
+/// lineage (this server, the servers it was copied or promoted from, their standbys that were
+/// promoted), one row per partition and user, with the time up to which IDs may have been made
+/// with it on each tick-tock timeline ([`crate::generator::lineage`]).
+#[pg_extern(volatile, parallel_safe)]
+#[allow(clippy::type_complexity)]
+pub(super) fn sno_generator_lineage() -> TableIterator<
+    'static,
+    (
+        name!(partition, i32),
+        name!(used_here, bool),
+        name!(ids_until, Option<TimestampWithTimeZone>),
+        name!(tick, i32),
+        name!(other_tick_until, Option<TimestampWithTimeZone>),
+    ),
+> {
+    let s = shared_or_raise();
+    let st = shmem::locked(s, |g| g.lineage);
+    let ts = |u: i64| {
+        (u >= 0)
+            .then(|| TimestampWithTimeZone::try_from(units_to_pg_micros(u as u64)).ok())
+            .flatten()
+    };
+    let rows: Vec<_> = st
+        .entries()
+        .iter()
+        .map(|e| {
+            (
+                e.partition as i32,
+                e.mine,
+                ts(e.bound.horizon as i64),
+                (e.bound.drifts & 1) as i32,
+                ts(e.bound.safe),
+            )
+        })
+        .collect();
+    TableIterator::new(rows)
+}
+
+/// `sno_current_partition() → int`: the partition `sno_generate` writes now.
+#[pg_extern(stable, parallel_safe)]
+pub(super) fn sno_current_partition() -> i32 {
+    effective_partition(shared_or_raise()).0 as i32
+}

@@ -1,0 +1,62 @@
+//! The PostgreSQL extension: a thin glue between PostgreSQL and the pure layers ([`crate::id`],
+//! [`crate::generator`]). Built with a `pgNN` feature only.
+//!
+//! - [`fmgr`]: the version-1 calling convention (arguments, results, memory);
+//!   [`report`]: errors and warnings as PostgreSQL shows them, and [`errors`], the one place
+//!   every user-facing error, its SQLSTATE, DETAIL and HINT is written;
+//! - the type: [`io`] (text and binary I/O), [`ops`] (comparison, hashing, BRIN, casts),
+//!   [`parts`] (field functions);
+//! - the generator: [`gucs`] (settings), [`shmem`] (shared memory, the state file at start-up),
+//!   [`generator`] (`sno_generate`, the durable state, `sno_generator_initialize`, monitoring),
+//!   [`wal`] (the lineage WAL record), [`worker`] (the background worker that judges the
+//!   lineage after a promotion);
+//! - the SQL: every `CREATE` statement is in `sql/` (the type by hand, the functions pgrx
+//!   generates listed in each file's header).
+
+pub mod errors;
+pub mod fmgr;
+pub mod generator;
+pub mod gucs;
+pub mod io;
+pub mod ops;
+pub mod parts;
+pub mod report;
+pub mod shmem;
+pub mod wal;
+pub mod worker;
+
+#[cfg(feature = "pg_test")]
+mod tests;
+
+::pgrx::pg_module_magic!();
+
+::pgrx::extension_sql_file!("../../sql/sno_type.sql", name = "sno_type", bootstrap);
+::pgrx::extension_sql_file!(
+    "../../sql/sno_generate.sql",
+    name = "sno_generate",
+    requires = ["sno_type"]
+);
+::pgrx::extension_sql_file!(
+    "../../sql/sno_monitoring.sql",
+    name = "sno_monitoring",
+    requires = [
+        generator::monitor::sno_generator_info,
+        generator::monitor::sno_generator_backends,
+        generator::monitor::sno_generator_lineage,
+        generator::durable::sno_generator_initialize
+    ]
+);
+
+/// Loads the extension: settings always; the shard table only while the postmaster preloads
+/// libraries (`shared_preload_libraries`). Loaded any other way, the type and every function
+/// but the generator work, and `sno_generate` explains what to add to postgresql.conf.
+#[pgrx::pg_guard]
+pub extern "C-unwind" fn _PG_init() {
+    gucs::init();
+    // SAFETY: plain read of a server global.
+    if unsafe { pgrx::pg_sys::process_shared_preload_libraries_in_progress } {
+        shmem::init();
+        wal::init();
+        worker::init();
+    }
+}
