@@ -15,7 +15,7 @@ EXCEPTION WHEN OTHERS THEN
     RETURN st || ': ' || msg || coalesce(' | DETAIL: ' || nullif(det, ''), '') || coalesce(' | HINT: ' || nullif(hnt, ''), '');
 END $$;
 
--- Text round trip, the SPEC's worked example, upper case accepted, output lower case.
+-- Text round trip, the format's worked example, upper case accepted, output lower case.
 SELECT 'brpk4q72xwf2m63l'::sno, 'BRPK4Q72XWF2M63L'::sno, 'BrPk4Q72xWf2M63l'::sno;
 SELECT '2222222222222222'::sno AS zero, 'xxxxxxxxxxxxxxxx'::sno AS max;
 SELECT encode(bytea('brpk4q72xwf2m63l'::sno), 'hex');

@@ -4,7 +4,7 @@
 //! Pure Rust, no PostgreSQL, no clock: every function takes the current time (in 4 ms units)
 //! as an argument, so tests drive it with a fake clock that jumps backwards.
 //!
-//! Design (see the project's DESIGN-NOTES, shape 2, "per-unit block leases"):
+//! Design: per-unit block leases.
 //! * The [`Timeline`] lives in shared memory behind a lock. It holds the high-water unit of the
 //!   current timeline, the next free sequence number of that unit, the tick-tock state and the
 //!   safe mark. Unit and sequence are updated together, under the lock (muyo/sno updates them
@@ -17,7 +17,7 @@
 //!   One backend alone reaches the whole pool of a unit (65,536) with 24 trips to the lock;
 //!   sixteen busy backends get 4,096 each; a backend making one ID per transaction leaves at
 //!   most 15 numbers of a unit unused.
-//! * Clock regressions follow muyo/sno's tick-tock rule (SPEC, "Generation"): the first one
+//! * Clock regressions follow muyo/sno's tick-tock rule: the first one
 //!   flips T at once; one into time already used on the current timeline waits.
 
 /// Sequence numbers per unit and partition.

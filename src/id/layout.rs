@@ -1,7 +1,7 @@
 //! The 10-byte sno ID: its byte layout, its fields, and construction from parts.
 //!
 //! Pure Rust, no PostgreSQL: everything here is unit-tested with plain `cargo test`.
-//! The format is muyo/sno v1.2.1's, byte for byte (see the project's SPEC, "Layout").
+//! The format is muyo/sno v1.2.1's, byte for byte.
 //!
 //! | byte  | 0        | 1        | 2        | 3        | 4         | 5    | 6..7      | 8..9     |
 //! |-------|----------|----------|----------|----------|-----------|------|-----------|----------|
@@ -71,7 +71,7 @@ impl Sno {
     /// one bit; use [`Sno::from_parts`] for values that come from a user.
     #[inline]
     pub const fn new(units: u64, tick: u8, meta: u8, partition: u16, sequence: u16) -> Sno {
-        // The top 40 bits of the first five bytes hold `units << 1 | T` (SPEC: byte form).
+        // The top 40 bits of the first five bytes hold `units << 1 | T`.
         let head = ((units & MAX_UNITS) << 1) | (tick as u64 & 1);
         let p = partition.to_be_bytes();
         let s = sequence.to_be_bytes();
@@ -245,7 +245,7 @@ mod tests {
 
     #[test]
     fn spec_worked_example_fields() {
-        // SPEC.md: 4e6f2160a0ff9a0a1033 has T = 0, meta 255, partition 39434, sequence 4147.
+        // The format's worked example: 4e6f2160a0ff9a0a1033 has T = 0, meta 255, partition 39434, sequence 4147.
         let id = Sno([0x4e, 0x6f, 0x21, 0x60, 0xa0, 0xff, 0x9a, 0x0a, 0x10, 0x33]);
         assert_eq!(id.tick(), 0);
         assert_eq!(id.meta(), 255);

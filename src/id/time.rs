@@ -96,7 +96,7 @@ mod tests {
 
     #[test]
     fn range_ends() {
-        // 2010-01-01T00:00:00Z and the last unit, 2079-09-07T15:47:35.548Z (SPEC: Time).
+        // 2010-01-01T00:00:00Z and the last unit, 2079-09-07T15:47:35.548Z.
         assert_eq!(units_to_unix_millis(0), 1_262_304_000_000);
         assert_eq!(units_to_unix_millis(MAX_UNITS), 3_461_327_255_548);
         assert_eq!(pg_micros_to_units(EPOCH_PG_MICROS), Ok(0));

@@ -1,1 +1,266 @@
+//! Every error and warning a user of sno can see, in one place: what went wrong (a
+//! [`Problem`], carrying the data: the pure layers' error types, the offending value) and, in
+//! [`Problem::report`], the one mapping to the SQLSTATE, message, DETAIL and HINT PostgreSQL
+//! shows. Messages name the value the way PostgreSQL's own types do. A HINT is an instruction
+//! a DBA will follow literally: the client tests follow each one and check what happens next.
 
+use crate::generator::state_file::FILE_NAME;
+use crate::id::encoding::DecodeError;
+use crate::id::layout::{PartsError, LEN};
+use crate::pg::report::{quoted, timestamptz_text, Report};
+use pgrx::PgSqlErrorCode as Code;
+
+/// The time range of the format, for DETAILs.
+const RANGE: &str = "2010-01-01 00:00:00 UTC to 2079-09-07 15:47:35.551999 UTC";
+
+/// Something a user is told about.
+pub enum Problem<'a> {
+    // --- The type ------------------------------------------------------------------------
+    /// `sno_in`: text that is not an ID.
+    InvalidText { input: &'a [u8], why: DecodeError },
+    /// `sno_recv`: a binary value of the wrong length.
+    BinaryLength(usize),
+    /// `sno(bytea)`: a bytea value of the wrong length.
+    ByteaLength(&'a [u8]),
+    /// A timestamptz outside the range of the format.
+    TimeOutOfRange(i64),
+    /// `sno_from_parts`: a field that does not fit.
+    Parts(PartsError),
+    /// `sno_generate`: a meta outside 0..=255.
+    Meta(i32),
+    /// palloc failed.
+    OutOfMemory(usize),
+
+    // --- The generator: its prerequisites -------------------------------------------------
+    /// sno is not in `shared_preload_libraries`.
+    NotPreloaded,
+    /// Preloaded, but the shared memory is missing (cannot happen after a normal start).
+    NoSharedMemory,
+    /// `sno_generate` on a server in recovery.
+    GenerateInRecovery,
+    /// `sno_generator_initialize` on a server in recovery.
+    InitializeInRecovery,
+    /// `sno_generator_initialize` by a non-superuser.
+    InitializeNotSuperuser,
+
+    // --- The generator: its durable state and lineage ------------------------------------
+    /// No state file, and an explicit partition.
+    NoStateFile,
+    /// An unusable state file, and an explicit partition.
+    BadStateFile { reason: &'a str },
+    /// The state file could not be written.
+    WriteFailed(&'a std::io::Error),
+    /// A copy configured with its original's explicit partition.
+    Inherited(u16),
+    /// A WAL record of the `sno` resource manager that does not decode.
+    BadWalRecord,
+
+    // --- The generator: the clock ---------------------------------------------------------
+    /// The system clock is outside the range of the format.
+    ClockOutOfRange,
+    /// `sno.max_clock_wait` passed before the clock reached usable time.
+    ClockWaitGaveUp {
+        waited_ms: u128,
+        until_pg_micros: i64,
+        why: &'a str,
+    },
+
+    // --- Warnings ---------------------------------------------------------------------------
+    /// A derived partition went on with a new partition after the state file was lost.
+    NewDerivedPartition { lost: &'a str },
+    /// A partition of the lineage was taken over.
+    TookOver { partition: u16, by_take_over: bool },
+    /// `sno_generator_initialize(force => true)` replaced an unusable file.
+    ReplacingStateFile { reason: &'a str },
+    /// The state file could not be written at start-up (kept in memory, written later).
+    WriteAtStartFailed(&'a std::io::Error),
+    /// The state file could not be read at start-up.
+    StateFileUnusableAtStart { reason: &'a str },
+}
+
+impl Problem<'_> {
+    /// What PostgreSQL shows for it.
+    pub fn report(&self) -> Report {
+        match self {
+            Problem::InvalidText { input, why } => Report::new(
+                Code::ERRCODE_INVALID_TEXT_REPRESENTATION,
+                format!("invalid input syntax for type sno: {}", quoted(input)),
+            )
+            .detail(why.to_string()),
+            Problem::BinaryLength(n) => Report::new(
+                Code::ERRCODE_INVALID_BINARY_REPRESENTATION,
+                format!("invalid binary length for type sno: {n} bytes"),
+            )
+            .detail(format!("The binary form of a sno ID is exactly {LEN} bytes.")),
+            Problem::ByteaLength(bytes) => Report::new(
+                Code::ERRCODE_INVALID_BINARY_REPRESENTATION,
+                format!(
+                    "invalid length for type sno: bytea value {} has {} bytes",
+                    bytea_text(bytes),
+                    bytes.len()
+                ),
+            )
+            .detail(format!("A sno ID is exactly {LEN} bytes.")),
+            Problem::TimeOutOfRange(ts) => Report::new(
+                Code::ERRCODE_DATETIME_FIELD_OVERFLOW,
+                format!(
+                    "timestamp out of range for type sno: \"{}\"",
+                    timestamptz_text(*ts)
+                ),
+            )
+            .detail(format!("A sno ID holds times from {RANGE}.")),
+            Problem::Parts(e) => {
+                let range = match e {
+                    PartsError::Tick(_) => "0 or 1",
+                    PartsError::Meta(_) => "0 to 255",
+                    PartsError::Partition(_) | PartsError::Sequence(_) => "0 to 65535",
+                    PartsError::Units(_) => "0 to 2^39-1",
+                };
+                Report::new(Code::ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE, e.to_string())
+                    .detail(format!("The value must be {range}."))
+            }
+            Problem::Meta(meta) => Report::new(
+                Code::ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE,
+                format!("meta {meta} is out of range for type sno"),
+            )
+            .detail("The value must be 0 to 255."),
+            Problem::OutOfMemory(size) => Report::new(Code::ERRCODE_OUT_OF_MEMORY, "out of memory")
+                .detail(format!("Failed on request of size {size}.")),
+
+            Problem::NotPreloaded => Report::new(
+                Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+                "sno_generate needs the sno library in shared_preload_libraries",
+            )
+            .hint("Add sno to shared_preload_libraries in postgresql.conf (shared_preload_libraries = 'sno') and restart the server."),
+            Problem::NoSharedMemory => Report::new(
+                Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+                "sno: shared memory is not initialised",
+            )
+            .hint("Restart the server."),
+            Problem::GenerateInRecovery => Report::new(
+                Code::ERRCODE_READ_ONLY_SQL_TRANSACTION,
+                "cannot generate sno IDs during recovery",
+            )
+            .detail("A standby makes IDs once it is promoted; until then its primary makes them.")
+            .hint("Generate IDs on the primary."),
+            Problem::InitializeInRecovery => Report::new(
+                Code::ERRCODE_READ_ONLY_SQL_TRANSACTION,
+                "cannot initialize the sno generator during recovery",
+            )
+            .hint("Run it once this server is promoted."),
+            Problem::InitializeNotSuperuser => Report::new(
+                Code::ERRCODE_INSUFFICIENT_PRIVILEGE,
+                "only superusers can initialize the sno generator",
+            ),
+
+            Problem::NoStateFile => Report::new(
+                Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+                format!("sno generator has no state file (\"{FILE_NAME}\" in the data directory)"),
+            )
+            .detail("The file records up to when this server's partition was used, so that a restart with the clock set back cannot repeat IDs.")
+            .hint("If the file was moved away, put it back (after pg_upgrade: copy the one in the old data directory) and run SELECT sno_generator_initialize(); as a superuser; a copy from an older backup is not enough. Otherwise first give this server a sno.partition no server has used and reload the configuration, then run SELECT sno_generator_initialize();."),
+            Problem::BadStateFile { reason } => Report::new(
+                Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+                format!("cannot use the sno generator state file \"{FILE_NAME}\": {reason}"),
+            )
+            .detail("Without it a restart with the clock set back could repeat IDs, so none are made.")
+            .hint("Give this server a sno.partition no server has used and reload the configuration, then run SELECT sno_generator_initialize(force => true); as a superuser. A copy of the file from a backup is not enough: IDs made after it could repeat."),
+            Problem::WriteFailed(e) => Report::new(
+                Code::ERRCODE_IO_ERROR,
+                format!("could not write sno generator state file \"{FILE_NAME}\": {e}"),
+            )
+            .detail("No ID is made beyond the time recorded in that file.")
+            .hint("Check the data directory's free space and permissions."),
+            Problem::Inherited(p) => Report::new(
+                Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+                format!("this server is a copy of one that made IDs with partition {p}"),
+            )
+            .detail(format!("sno.partition is {p} here too; two servers making IDs with one partition could repeat IDs."))
+            .hint("Give this server its own sno.partition, one no other server uses (in postgresql.conf or with ALTER SYSTEM), and reload the configuration."),
+            Problem::BadWalRecord => Report::new(
+                Code::ERRCODE_DATA_CORRUPTED,
+                "sno: invalid lineage record in WAL",
+            ),
+
+            Problem::ClockOutOfRange => Report::new(
+                Code::ERRCODE_DATETIME_FIELD_OVERFLOW,
+                "the system clock is out of range for type sno",
+            )
+            .detail(format!("sno IDs hold times from {RANGE}."))
+            .hint("Check the server's clock."),
+            Problem::ClockWaitGaveUp {
+                waited_ms,
+                until_pg_micros,
+                why,
+            } => Report::new(
+                Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+                format!(
+                    "sno_generate gave up after waiting {waited_ms} ms for the system clock to reach {}",
+                    timestamptz_text(*until_pg_micros)
+                ),
+            )
+            .detail(format!("{why}; making an ID now could repeat one already made."))
+            .hint("Check the server's clock (NTP). sno.max_clock_wait sets how long to wait."),
+
+            Problem::NewDerivedPartition { lost } => Report::new(
+                Code::ERRCODE_WARNING,
+                format!("sno: {lost}; IDs are now made with a new derived partition, so they cannot repeat earlier ones"),
+            ),
+            Problem::TookOver {
+                partition,
+                by_take_over,
+            } => Report::new(
+                Code::ERRCODE_WARNING,
+                format!(
+                    "sno: partition {partition} was used before this server's {}; IDs go on after the last of them this server knows of",
+                    if *by_take_over {
+                        "copy was taken over (take_over => true)"
+                    } else {
+                        "promotion, point-in-time restore or upgrade"
+                    }
+                ),
+            ),
+            Problem::ReplacingStateFile { reason } => Report::new(
+                Code::ERRCODE_WARNING,
+                format!("sno: replacing the unusable generator state file ({reason}); what this server knows is kept"),
+            ),
+            Problem::WriteAtStartFailed(e) => Report::new(
+                Code::ERRCODE_WARNING,
+                format!("sno: could not write the generator state file: {e}"),
+            ),
+            Problem::StateFileUnusableAtStart { reason } => Report::new(
+                Code::ERRCODE_WARNING,
+                format!("sno: cannot use the generator state file {FILE_NAME}: {reason}; see the HINT of sno_generate"),
+            ),
+        }
+    }
+}
+
+/// Raises `p` as an ERROR.
+#[cold]
+#[inline(never)]
+pub fn raise(p: Problem<'_>) -> ! {
+    p.report().raise()
+}
+
+/// Reports `p` as a WARNING and goes on.
+#[cold]
+#[inline(never)]
+pub fn warn(p: Problem<'_>) {
+    p.report().warn()
+}
+
+/// A bytea value as `bytea_out` prints it (hex format), for error messages; long values are
+/// cut so a mistaken multi-megabyte cast does not produce a multi-megabyte message.
+fn bytea_text(bytes: &[u8]) -> String {
+    const SHOWN: usize = 32;
+    let mut s = String::from("\"\\x");
+    for b in bytes.iter().take(SHOWN) {
+        s.push_str(&format!("{b:02x}"));
+    }
+    if bytes.len() > SHOWN {
+        s.push_str("...");
+    }
+    s.push('"');
+    s
+}

@@ -6,12 +6,22 @@ use pgrx::{GucContext, GucFlags, GucRegistry, GucSetting};
 /// `sno.partition`: the partition written into generated IDs (0..65535), or -1 (the default) to
 /// derive it from the cluster's system identifier. Server configuration only (`SIGHUP`): a
 /// partition names a server, so a session must not be able to change it with `SET`.
-pub static PARTITION: GucSetting<i32> = GucSetting::<i32>::new(-1);
+static PARTITION: GucSetting<i32> = GucSetting::<i32>::new(-1);
 
 /// `sno.max_clock_wait`: how long (ms) `sno_generate` may wait for the clock to come back to
 /// time it may use (after a second clock regression, or with a clock that does not advance)
 /// before it fails. Superuser-settable, per session if wanted.
-pub static MAX_CLOCK_WAIT_MS: GucSetting<i32> = GucSetting::<i32>::new(10_000);
+static MAX_CLOCK_WAIT_MS: GucSetting<i32> = GucSetting::<i32>::new(10_000);
+
+/// `sno.partition` when set, `None` for -1 (derive it from the system identifier).
+pub fn partition() -> Option<u16> {
+    u16::try_from(PARTITION.get()).ok()
+}
+
+/// `sno.max_clock_wait`.
+pub fn max_clock_wait() -> core::time::Duration {
+    core::time::Duration::from_millis(u64::try_from(MAX_CLOCK_WAIT_MS.get()).unwrap_or(0))
+}
 
 /// Defines the settings and reserves the prefix. Called once from `_PG_init`.
 pub fn init() {

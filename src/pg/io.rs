@@ -7,9 +7,10 @@
 
 use crate::id::encoding::{decode, encode, TEXT_LEN};
 use crate::id::layout::{Sno, LEN};
-use crate::pg::fmgr::{arg, arg_sno, finfo_v1, quoted, sno_datum, UserError};
+use crate::pg::errors::{self, Problem};
+use crate::pg::fmgr::{arg, arg_sno, finfo_v1, sno_datum};
+use pgrx::pg_guard;
 use pgrx::pg_sys;
-use pgrx::{pg_guard, PgSqlErrorCode};
 
 finfo_v1!(
     pg_finfo_sno_in,
@@ -31,11 +32,11 @@ pub unsafe extern "C-unwind" fn sno_in(fcinfo: pg_sys::FunctionCallInfo) -> pg_s
     match decode(text) {
         Ok(id) => sno_datum(id),
         Err(e) => {
-            UserError::new(
-                PgSqlErrorCode::ERRCODE_INVALID_TEXT_REPRESENTATION,
-                format!("invalid input syntax for type sno: {}", quoted(text)),
-            )
-            .detail(e.to_string())
+            Problem::InvalidText {
+                input: text,
+                why: e,
+            }
+            .report()
             .save_or_raise(fcinfo);
             pgrx::fcinfo::pg_return_null(fcinfo)
         }
@@ -60,14 +61,7 @@ pub unsafe extern "C-unwind" fn sno_recv(fcinfo: pg_sys::FunctionCallInfo) -> pg
     let buf = arg(fcinfo, 0).cast_mut_ptr::<pg_sys::StringInfoData>();
     let left = ((*buf).len - (*buf).cursor).max(0) as usize;
     if left != LEN {
-        UserError::new(
-            PgSqlErrorCode::ERRCODE_INVALID_BINARY_REPRESENTATION,
-            format!("invalid binary length for type sno: {left} bytes"),
-        )
-        .detail(format!(
-            "The binary form of a sno ID is exactly {LEN} bytes."
-        ))
-        .raise();
+        errors::raise(Problem::BinaryLength(left));
     }
     let mut id = Sno::ZERO;
     pg_sys::pq_copymsgbytes(buf, id.0.as_mut_ptr().cast(), LEN as _);
@@ -90,16 +84,7 @@ pub unsafe extern "C-unwind" fn sno_from_bytea(fcinfo: pg_sys::FunctionCallInfo)
     let bytes = pgrx::varlena::varlena_to_byte_slice(v);
     match Sno::from_slice(bytes) {
         Some(id) => sno_datum(id),
-        None => UserError::new(
-            PgSqlErrorCode::ERRCODE_INVALID_BINARY_REPRESENTATION,
-            format!(
-                "invalid length for type sno: bytea value {} has {} bytes",
-                bytea_text(bytes),
-                bytes.len()
-            ),
-        )
-        .detail(format!("A sno ID is exactly {LEN} bytes."))
-        .raise(),
+        None => errors::raise(Problem::ByteaLength(bytes)),
     }
 }
 
@@ -122,19 +107,4 @@ unsafe fn bytea_datum(id: &Sno) -> pg_sys::Datum {
         LEN,
     );
     pg_sys::Datum::from(v)
-}
-
-/// A bytea value as `bytea_out` prints it (hex format), for error messages; long values are
-/// cut so a mistaken multi-megabyte cast does not produce a multi-megabyte message.
-fn bytea_text(bytes: &[u8]) -> String {
-    const SHOWN: usize = 32;
-    let mut s = String::from("\"\\x");
-    for b in bytes.iter().take(SHOWN) {
-        s.push_str(&format!("{b:02x}"));
-    }
-    if bytes.len() > SHOWN {
-        s.push_str("...");
-    }
-    s.push('"');
-    s
 }

@@ -2,13 +2,12 @@
 //! `sno_meta`, `sno_partition`, `sno_sequence`, `sno_tick`, `sno_from_parts`, and the unit
 //! bounds `sno_min` / `sno_max` used for index range scans by time.
 
-use crate::id::layout::{PartsError, Sno};
+use crate::id::layout::Sno;
 use crate::id::time::{pg_micros_to_units, units_to_pg_micros};
-use crate::pg::fmgr::{
-    arg_i32, arg_i64, arg_sno, finfo_v1, i32_datum, sno_datum, timestamptz_text, UserError,
-};
+use crate::pg::errors::{self, Problem};
+use crate::pg::fmgr::{arg_i32, arg_i64, arg_sno, finfo_v1, i32_datum, sno_datum};
+use pgrx::pg_guard;
 use pgrx::pg_sys;
-use pgrx::{pg_guard, PgSqlErrorCode};
 
 finfo_v1!(
     pg_finfo_sno_time,
@@ -60,18 +59,7 @@ pub unsafe extern "C-unwind" fn sno_tick(fcinfo: pg_sys::FunctionCallInfo) -> pg
 pub fn units_or_raise(ts: i64) -> u64 {
     match pg_micros_to_units(ts) {
         Ok(u) => u,
-        Err(_) => UserError::new(
-            PgSqlErrorCode::ERRCODE_DATETIME_FIELD_OVERFLOW,
-            format!(
-                "timestamp out of range for type sno: \"{}\"",
-                timestamptz_text(ts)
-            ),
-        )
-        .detail(
-            "A sno ID holds times from 2010-01-01 00:00:00 UTC to 2079-09-07 15:47:35.551999 UTC."
-                .into(),
-        )
-        .raise(),
+        Err(_) => errors::raise(Problem::TimeOutOfRange(ts)),
     }
 }
 
@@ -86,21 +74,7 @@ pub unsafe extern "C-unwind" fn sno_from_parts(fcinfo: pg_sys::FunctionCallInfo)
     let tick = arg_i32(fcinfo, 4) as i64;
     match Sno::from_parts(units, tick, meta, partition, sequence) {
         Ok(id) => sno_datum(id),
-        Err(e) => {
-            let range = match e {
-                PartsError::Tick(_) => "0 or 1",
-                PartsError::Meta(_) => "0 to 255",
-                PartsError::Partition(_) | PartsError::Sequence(_) => "0 to 65535",
-                // units_or_raise already rejected every time out of range.
-                PartsError::Units(_) => "0 to 2^39-1",
-            };
-            UserError::new(
-                PgSqlErrorCode::ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE,
-                e.to_string(),
-            )
-            .detail(format!("The value must be {range}."))
-            .raise()
-        }
+        Err(e) => errors::raise(Problem::Parts(e)),
     }
 }
 

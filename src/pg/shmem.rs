@@ -11,6 +11,7 @@
 use crate::generator::lineage::State;
 use crate::generator::state_file;
 use crate::generator::timeline::{derived_partition, Timeline};
+use crate::pg::errors::{self, Problem};
 use core::cell::UnsafeCell;
 use core::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU32, AtomicU64, Ordering};
 use pgrx::pg_sys;
@@ -104,6 +105,26 @@ pub struct Slot {
     pub lease_start: AtomicU32,
     /// One past the last sequence number of the current lease.
     pub lease_end: AtomicU32,
+}
+
+impl Slot {
+    /// Claims the slot for process `pid`: every counter and lease field from zero, so a reused
+    /// slot shows nothing of the backend that had it before.
+    pub fn claim(&self, pid: i32) {
+        for c in [
+            &self.issued,
+            &self.leases,
+            &self.full_unit_stalls,
+            &self.clock_waits,
+            &self.lease_unit,
+        ] {
+            c.store(0, Ordering::Relaxed);
+        }
+        for c in [&self.lease_tick, &self.lease_start, &self.lease_end] {
+            c.store(0, Ordering::Relaxed);
+        }
+        self.pid.store(pid, Ordering::Relaxed);
+    }
 }
 
 static SHARED: AtomicPtr<Shared> = AtomicPtr::new(core::ptr::null_mut());
@@ -309,13 +330,13 @@ fn restore_state(s: &mut Shared) {
             }
             // sno 0.1.0 files do not say which explicit partition was in use: the configured
             // one at the first start after the update.
-            let configured = crate::pg::gucs::PARTITION.get();
+            let configured = crate::pg::gucs::partition();
             let v1 = std::fs::read(dir.join(state_file::FILE_NAME))
                 .map(|b| b.starts_with(b"sno generator state 1\n"))
                 .unwrap_or(false);
-            if v1 && configured >= 0 && !st.copied {
+            if let (true, Some(p), false) = (v1, configured, st.copied) {
                 let me = st.me;
-                st.note(configured as u16, true, me);
+                st.note(p, true, me);
             }
             let changed = state_file::read(dir).ok().flatten() != Some(st);
             // SAFETY: the postmaster, before any other process exists.
@@ -326,7 +347,7 @@ fn restore_state(s: &mut Shared) {
             if changed {
                 if let Err(e) = state_file::write(dir, &st, fsync_enabled()) {
                     // Kept in memory and written before the first ID.
-                    pgrx::warning!("sno: could not write the generator state file: {e}");
+                    errors::warn(Problem::WriteAtStartFailed(&e));
                     s.guarded.get_mut().dirty = true;
                 }
             }
@@ -352,10 +373,9 @@ fn restore_state(s: &mut Shared) {
             let g = unsafe { &mut *s.guarded.get() };
             set_lineage(s, g, State::fresh(sysid, draw(), 0, inode));
             set_reason(s, &e.to_string());
-            pgrx::warning!(
-                "sno: cannot use the generator state file {}: {e}; see the HINT of sno_generate",
-                state_file::FILE_NAME
-            );
+            errors::warn(Problem::StateFileUnusableAtStart {
+                reason: &e.to_string(),
+            });
         }
     }
 }

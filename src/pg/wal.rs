@@ -18,6 +18,7 @@
 //! "CustomWALResourceManagers"); it must be reserved there before a release.
 
 use crate::generator::state_file::{decode_record, encode_record};
+use crate::pg::errors::{self, Problem};
 use crate::pg::shmem;
 use core::ffi::{c_char, CStr};
 use pgrx::pg_sys;
@@ -88,11 +89,11 @@ unsafe fn record_data<'a>(record: *mut pg_sys::XLogReaderState) -> &'a [u8] {
 #[pg_guard]
 unsafe extern "C-unwind" fn redo(record: *mut pg_sys::XLogReaderState) {
     let Some(rec) = decode_record(record_data(record)) else {
-        pgrx::error!("sno: invalid lineage record in WAL");
+        errors::raise(Problem::BadWalRecord);
     };
     let Some(s) = shmem::shared() else {
         // Registered only together with the shared memory, so this cannot happen.
-        pgrx::error!("sno: shared memory is not initialised");
+        errors::raise(Problem::NoSharedMemory);
     };
     crate::pg::generator::replay(s, &rec);
 }

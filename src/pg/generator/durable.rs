@@ -1,17 +1,18 @@
 //! The durable state: the lineage judged before IDs are made, the state file and WAL record
 //! written before the IDs they cover, their redo, and `sno_generator_initialize`.
 
-use super::hot::{raise_clock_out_of_range, SlowError, HORIZON_AHEAD, HORIZON_MARGIN};
-use super::{configured, wal_timeline};
+use super::hot::{SlowError, HORIZON_AHEAD, HORIZON_MARGIN};
+use super::wal_timeline;
 use crate::generator::lineage::Refusal;
 use crate::generator::timeline::{Persisted, Timeline};
 use crate::id::layout::MAX_UNITS;
-use crate::pg::fmgr::UserError;
+use crate::pg::errors::{self, Problem};
+
 use crate::pg::gucs;
 use crate::pg::shmem::{self, Guarded, Shared};
 use core::sync::atomic::Ordering::Relaxed;
+use pgrx::pg_sys;
 use pgrx::prelude::*;
-use pgrx::{pg_sys, PgSqlErrorCode};
 
 /// Makes sure the lineage state was judged for the current WAL timeline and `sno.partition`
 /// ([`crate::generator::lineage::State::judge`]) before IDs are made. Under the lock.
@@ -23,7 +24,7 @@ pub(super) fn judge(
 ) -> Result<(), SlowError> {
     let status = s.state.load(Relaxed);
     if status != shmem::STATE_READY {
-        if configured().is_some() {
+        if gucs::partition().is_some() {
             return Err(SlowError::State(status));
         }
         // A derived partition needs nothing from the lost state: the incarnation drawn at
@@ -32,17 +33,19 @@ pub(super) fn judge(
         s.state.store(shmem::STATE_READY, Relaxed);
         g.dirty = true;
         g.judged = (u32::MAX, -1);
-        pgrx::warning!(
-            "sno: {}; IDs are now made with a new derived partition, so they cannot repeat earlier ones",
-            if status == shmem::STATE_MISSING { "the generator state file was missing".to_string() } else { format!("the generator state file was unusable ({})", s.reason()) }
-        );
+        let lost = if status == shmem::STATE_MISSING {
+            "the generator state file was missing".to_string()
+        } else {
+            format!("the generator state file was unusable ({})", s.reason())
+        };
+        errors::warn(Problem::NewDerivedPartition { lost: &lost });
     }
-    let key = (timeline, gucs::PARTITION.get());
+    let key = (timeline, gucs::partition().map_or(-1, i32::from));
     if g.judged == key && !g.lineage.copied && !take_over {
         return Ok(());
     }
     let mut st = g.lineage;
-    match st.judge(timeline, configured(), take_over, shmem::draw) {
+    match st.judge(timeline, gucs::partition(), take_over, shmem::draw) {
         Err(Refusal::Inherited(p)) => Err(SlowError::Inherited(p)),
         Ok(j) => {
             g.timeline.absorb(j.absorb);
@@ -51,11 +54,10 @@ pub(super) fn judge(
             s.partition.store(j.partition as u32, Relaxed);
             g.judged = key;
             if j.took_over {
-                pgrx::warning!(
-                    "sno: partition {} was used before this server's {}; IDs go on after the last of them this server knows of",
-                    j.partition,
-                    if take_over { "copy was taken over (take_over => true)" } else { "promotion, point-in-time restore or upgrade" }
-                );
+                errors::warn(Problem::TookOver {
+                    partition: j.partition,
+                    by_take_over: take_over,
+                });
             }
             Ok(())
         }
@@ -138,32 +140,16 @@ pub fn replay(s: &'static Shared, rec: &crate::generator::state_file::Record) {
 }
 
 pub(super) fn raise_inherited(p: u16) -> ! {
-    UserError::new(
-        PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-        format!("this server is a copy of one that made IDs with partition {p}"),
-    )
-    .detail(format!("sno.partition is {p} here too; two servers making IDs with one partition could repeat IDs."))
-    .hint("Give this server its own sno.partition, one no other server uses (in postgresql.conf or with ALTER SYSTEM), and reload the configuration.")
-    .raise()
+    errors::raise(Problem::Inherited(p))
 }
 
 pub(super) fn raise_state(s: &Shared, st: u32) -> ! {
     if st == shmem::STATE_MISSING {
-        UserError::new(
-            PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-            format!("sno generator has no state file (\"{}\" in the data directory)", crate::generator::state_file::FILE_NAME),
-        )
-        .detail("The file records up to when this server's partition was used, so that a restart with the clock set back cannot repeat IDs.".into())
-        .hint("If the file was moved away, put it back (after pg_upgrade: copy the one in the old data directory) and run SELECT sno_generator_initialize(); as a superuser; a copy from an older backup is not enough. Otherwise first give this server a sno.partition no server has used and reload the configuration, then run SELECT sno_generator_initialize();.")
-        .raise()
+        errors::raise(Problem::NoStateFile)
     } else {
-        UserError::new(
-            PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-            format!("cannot use the sno generator state file \"{}\": {}", crate::generator::state_file::FILE_NAME, s.reason()),
-        )
-        .detail("Without it a restart with the clock set back could repeat IDs, so none are made.".into())
-        .hint("Give this server a sno.partition no server has used and reload the configuration, then run SELECT sno_generator_initialize(force => true); as a superuser. A copy of the file from a backup is not enough: IDs made after it could repeat.")
-        .raise()
+        errors::raise(Problem::BadStateFile {
+            reason: s.reason(),
+        })
     }
 }
 
@@ -187,23 +173,14 @@ pub(super) fn sno_generator_initialize(
 ) -> bool {
     // SAFETY: plain call.
     if !unsafe { pg_sys::superuser() } {
-        UserError::new(
-            PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
-            "only superusers can initialize the sno generator".into(),
-        )
-        .raise();
+        errors::raise(Problem::InitializeNotSuperuser);
     }
     let Some(s) = shmem::shared() else {
         return false;
     };
     // SAFETY: reads a shared flag.
     if unsafe { pg_sys::RecoveryInProgress() } {
-        UserError::new(
-            PgSqlErrorCode::ERRCODE_READ_ONLY_SQL_TRANSACTION,
-            "cannot initialize the sno generator during recovery".into(),
-        )
-        .hint("Run it once this server is promoted.")
-        .raise();
+        errors::raise(Problem::InitializeInRecovery);
     }
     let timeline = wal_timeline();
     let dir = std::path::Path::new(".");
@@ -254,9 +231,9 @@ pub(super) fn sno_generator_initialize(
                 if !force {
                     return Err(SlowError::State(shmem::STATE_BROKEN));
                 }
-                pgrx::warning!(
-                    "sno: replacing the unusable generator state file ({e}); what this server knows is kept"
-                );
+                errors::warn(Problem::ReplacingStateFile {
+                    reason: &e.to_string(),
+                });
                 g.dirty = true;
                 s.state.store(shmem::STATE_READY, Relaxed);
                 did = true;
@@ -281,20 +258,11 @@ pub(super) fn sno_generator_initialize(
         Err(SlowError::State(st)) => raise_state(s, st),
         Err(SlowError::Inherited(p)) => raise_inherited(p),
         Err(SlowError::Write(e)) => raise_write(e),
-        Err(SlowError::Clock) => raise_clock_out_of_range(),
+        Err(SlowError::Clock) => errors::raise(Problem::ClockOutOfRange),
     }
 }
 
 /// The state file could not be written: no ID is made past the recorded horizon.
 pub(super) fn raise_write(e: std::io::Error) -> ! {
-    UserError::new(
-        PgSqlErrorCode::ERRCODE_IO_ERROR,
-        format!(
-            "could not write sno generator state file \"{}\": {e}",
-            crate::generator::state_file::FILE_NAME
-        ),
-    )
-    .detail("No ID is made beyond the time recorded in that file.".into())
-    .hint("Check the data directory's free space and permissions.")
-    .raise()
+    errors::raise(Problem::WriteFailed(&e))
 }

@@ -5,13 +5,14 @@ use super::{shared_or_raise, wal_timeline};
 use crate::generator::timeline::{Grant, Local};
 use crate::id::layout::{Sno, MAX_UNITS};
 use crate::id::time::{units_from_timespec, units_to_pg_micros, units_to_unix_nanos};
-use crate::pg::fmgr::{arg_i32, finfo_v1, sno_datum, UserError};
+use crate::pg::errors::{self, Problem};
+use crate::pg::fmgr::{arg_i32, finfo_v1, sno_datum};
 use crate::pg::gucs;
 use crate::pg::shmem::{self, Shared, Slot};
 use core::cell::UnsafeCell;
 use core::sync::atomic::Ordering::Relaxed;
+use pgrx::pg_sys;
 use pgrx::prelude::*;
-use pgrx::{pg_sys, PgSqlErrorCode};
 
 finfo_v1!(pg_finfo_sno_generate, pg_finfo_sno_generate_default);
 
@@ -82,12 +83,7 @@ pub(super) fn clock_units() -> u64 {
 pub unsafe extern "C-unwind" fn sno_generate(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
     let meta = arg_i32(fcinfo, 0);
     if !(0..=255).contains(&meta) {
-        UserError::new(
-            PgSqlErrorCode::ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE,
-            format!("meta {meta} is out of range for type sno"),
-        )
-        .detail("The value must be 0 to 255.".into())
-        .raise();
+        errors::raise(Problem::Meta(meta));
     }
     sno_datum(generate(meta as u8))
 }
@@ -130,16 +126,7 @@ pub(super) fn set_up(b: &mut Backend, s: &'static Shared) {
     let slots = shmem::slots(s);
     if let Some(slot) = shmem::my_slot_index().and_then(|i| slots.get(i)) {
         // SAFETY: plain read of a per-process global.
-        slot.pid.store(unsafe { pg_sys::MyProcPid }, Relaxed);
-        for c in [
-            &slot.issued,
-            &slot.leases,
-            &slot.full_unit_stalls,
-            &slot.clock_waits,
-            &slot.lease_unit,
-        ] {
-            c.store(0, Relaxed);
-        }
+        slot.claim(unsafe { pg_sys::MyProcPid });
         b.slot = slot;
     }
     // SAFETY: registered once per backend (there are 20 exit-callback slots per process).
@@ -171,15 +158,7 @@ pub(super) fn generate_slow(b: &mut Backend, meta: u8) -> Sno {
     }
     // SAFETY: reads a shared flag; cannot fail.
     if unsafe { pg_sys::RecoveryInProgress() } {
-        UserError::new(
-            PgSqlErrorCode::ERRCODE_READ_ONLY_SQL_TRANSACTION,
-            "cannot generate sno IDs during recovery".into(),
-        )
-        .detail(
-            "A standby makes IDs once it is promoted; until then its primary makes them.".into(),
-        )
-        .hint("Generate IDs on the primary.")
-        .raise();
+        errors::raise(Problem::GenerateInRecovery);
     }
     let timeline = wal_timeline();
     let mut waited_since: Option<std::time::Instant> = None;
@@ -210,7 +189,7 @@ pub(super) fn generate_slow(b: &mut Backend, meta: u8) -> Sno {
         });
         let grant = match grant {
             Ok(g) => g,
-            Err(SlowError::Clock) => raise_clock_out_of_range(),
+            Err(SlowError::Clock) => errors::raise(Problem::ClockOutOfRange),
             Err(SlowError::State(st)) => raise_state(s, st),
             Err(SlowError::Inherited(p)) => raise_inherited(p),
             Err(SlowError::Write(e)) => raise_write(e),
@@ -291,18 +270,6 @@ pub(super) enum SlowError {
     Inherited(u16),
 }
 
-pub(super) fn raise_clock_out_of_range() -> ! {
-    UserError::new(
-        PgSqlErrorCode::ERRCODE_DATETIME_FIELD_OVERFLOW,
-        "the system clock is out of range for type sno".into(),
-    )
-    .detail(
-        "sno IDs hold times from 2010-01-01 00:00:00 UTC to 2079-09-07 15:47:35.551999 UTC.".into(),
-    )
-    .hint("Check the server's clock.")
-    .raise()
-}
-
 /// Sleeps on the process latch until the wall clock reaches unit `until`. The time spent in
 /// all waits of one call is bounded by `sno.max_clock_wait`; past it the call fails.
 pub(super) fn wait_for_unit(
@@ -313,10 +280,10 @@ pub(super) fn wait_for_unit(
 ) {
     if until > MAX_UNITS {
         // The last unit of the format is used up: no later unit exists to wait for.
-        raise_clock_out_of_range();
+        errors::raise(Problem::ClockOutOfRange);
     }
     let started = *since.get_or_insert_with(std::time::Instant::now);
-    let max_ms = gucs::MAX_CLOCK_WAIT_MS.get().max(0) as u128;
+    let max_ms = gucs::max_clock_wait().as_millis();
     let target_ns = units_to_unix_nanos(until);
     loop {
         pgrx::check_for_interrupts!();
@@ -330,16 +297,11 @@ pub(super) fn wait_for_unit(
         let waited = started.elapsed().as_millis();
         if waited >= max_ms {
             s.clock_wait_failures.fetch_add(1, Relaxed);
-            UserError::new(
-                PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-                format!(
-                    "sno_generate gave up after waiting {waited} ms for the system clock to reach {}",
-                    crate::pg::fmgr::timestamptz_text(units_to_pg_micros(until))
-                ),
-            )
-            .detail(format!("{why}; making an ID now could repeat one already made."))
-            .hint("Check the server's clock (NTP). sno.max_clock_wait sets how long to wait.")
-            .raise();
+            errors::raise(Problem::ClockWaitGaveUp {
+                waited_ms: waited,
+                until_pg_micros: units_to_pg_micros(until),
+                why,
+            });
         }
         let left_ms = ((target_ns - now_ns) / 1_000_000 + 1) as i64;
         let timeout = left_ms.min((max_ms - waited) as i64).clamp(1, 100);

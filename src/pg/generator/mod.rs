@@ -25,41 +25,25 @@ pub mod monitor;
 
 pub use durable::{replay, settle};
 
-use crate::pg::fmgr::UserError;
+use crate::pg::errors::{self, Problem};
+
 use crate::pg::gucs;
 use crate::pg::shmem::{self, Shared};
 use core::sync::atomic::Ordering::Relaxed;
-use pgrx::{pg_sys, PgSqlErrorCode};
+use pgrx::pg_sys;
 
 /// The shard table, or the error a user can act on.
 pub(super) fn shared_or_raise() -> &'static Shared {
     match shmem::shared() {
         Some(s) => s,
-        None => {
-            let (msg, hint) = if shmem::preloaded() {
-                (
-                    "sno: shared memory is not initialised",
-                    "Restart the server.",
-                )
-            } else {
-                (
-                    "sno_generate needs the sno library in shared_preload_libraries",
-                    "Add sno to shared_preload_libraries in postgresql.conf (shared_preload_libraries = 'sno') and restart the server.",
-                )
-            };
-            UserError::new(
-                PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-                msg.into(),
-            )
-            .hint(hint)
-            .raise()
-        }
+        None if shmem::preloaded() => errors::raise(Problem::NoSharedMemory),
+        None => errors::raise(Problem::NotPreloaded),
     }
 }
 
 /// The partition to write: `sno.partition`, or the one derived from the system identifier.
 pub fn effective_partition(s: &Shared) -> (u16, &'static str) {
-    match configured() {
+    match gucs::partition() {
         Some(p) => (p, "sno.partition"),
         None => (
             s.derived_partition.load(Relaxed) as u16,
@@ -72,10 +56,4 @@ pub fn effective_partition(s: &Shared) -> (u16, &'static str) {
 pub(super) fn wal_timeline() -> u32 {
     // SAFETY: plain read of shared state; only called once recovery has ended.
     unsafe { pg_sys::GetWALInsertionTimeLine() }
-}
-
-/// The configured partition, if `sno.partition` is set.
-pub(super) fn configured() -> Option<u16> {
-    let c = gucs::PARTITION.get();
-    (c >= 0).then_some(c as u16)
 }
