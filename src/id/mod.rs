@@ -1,9 +1,20 @@
 //! The value: an ID's 10 bytes ([`layout`]), its 16-character text ([`encoding`]) and its time
-//! ([`time`]). Pure Rust, no PostgreSQL. With features, its support in `serde`, in
-//! `postgres-types` (for `tokio-postgres` and `postgres`) and in `sqlx`.
+//! ([`time`]). Pure Rust, no PostgreSQL. With the features of the same names, its support in
+//! `serde` (module `serde`), in `postgres-types` for `tokio-postgres` and `postgres` (module
+//! `postgres`) and in `sqlx` 0.8 (module `sqlx`); none of them pulls in pgrx.
 
 pub mod encoding;
 pub mod layout;
 pub mod time;
+
+#[cfg(feature = "postgres")]
+#[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
+pub mod postgres;
+#[cfg(feature = "serde")]
+#[cfg_attr(docsrs, doc(cfg(feature = "serde")))]
+pub mod serde;
+#[cfg(feature = "sqlx")]
+#[cfg_attr(docsrs, doc(cfg(feature = "sqlx")))]
+pub mod sqlx;
 
 pub use layout::Sno;

@@ -147,9 +147,7 @@ pub(super) fn raise_state(s: &Shared, st: u32) -> ! {
     if st == shmem::STATE_MISSING {
         errors::raise(Problem::NoStateFile)
     } else {
-        errors::raise(Problem::BadStateFile {
-            reason: s.reason(),
-        })
+        errors::raise(Problem::BadStateFile { reason: s.reason() })
     }
 }
 
