@@ -1,4 +1,6 @@
--- sno_generate: IDs made inside the database (src/pg/generator/hot.rs).
+-- sno_generate: IDs made inside the database (src/pg/generator/hot.rs), declared by hand like
+-- the type. pgrx generates no function of this file; the ones it generates are listed in
+-- sno_monitoring.sql.
 --
 -- VOLATILE: every call returns a new ID. PARALLEL SAFE: the generator's shared state lives in
 -- shared memory and every process, parallel workers included, leases its own ranges of

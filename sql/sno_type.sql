@@ -3,7 +3,8 @@
 --
 -- Written by hand rather than generated: pgrx's derives would declare a variable-length,
 -- CBOR-encoded type; sno is a fixed 10-byte type like uuid. Every function is a version-1 C
--- function in src/ (the symbol named in AS 'MODULE_PATHNAME', '...').
+-- function in src/pg/ (the symbol named in AS 'MODULE_PATHNAME', '...'): io.rs, ops.rs,
+-- parts.rs. pgrx generates no function of this file.
 --
 -- Labels: everything here is IMMUTABLE STRICT PARALLEL SAFE, since the result depends only on
 -- the arguments (a timestamptz is an absolute instant, so sno_time/sno_min/sno_max do not
