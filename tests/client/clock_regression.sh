@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# shellcheck source-path=SCRIPTDIR
 # A real clock regression: a server of its own runs under libfaketime, whose offset file this
 # script rewrites while clients generate IDs.
 #  1. Step back 2 s while 4 pgbench clients insert IDs: no wait, the tick-tock bit flips.
@@ -10,37 +11,28 @@
 #
 # Usage: clock_regression.sh SOCKET_DIR PORT BINDIR  (only BINDIR is used: own cluster)
 set -euo pipefail
-bindir="$3"
-port=$((${2} + 200))
-lib=/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1
-[[ -r "$lib" ]] || { echo "FAIL: libfaketime is not installed ($lib)"; exit 1; }
-dir="$(mktemp -d /tmp/sno-work/clock.XXXXXX)"
-chown postgres: "$dir"
-offset="$dir/faketime"
-echo "+0" >"$offset"
-chmod a+r "$offset"
-export PGHOST="$dir" PGPORT="$port" PGUSER=postgres
-stop() { sudo -u postgres "$bindir/pg_ctl" -D "$dir/data" -m immediate -w stop >/dev/null 2>&1 || true; }
-trap 'stop; rm -rf "$dir"' EXIT
+# shellcheck source=lib.bash
 source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
-psql() { "$bindir/psql" -X -q -v ON_ERROR_STOP=1 -d postgres "$@"; }
+harness_setup clock_regression "$3" $(($2 + 200))
 
-sudo -u postgres "$bindir/initdb" -D "$dir/data" -A trust -U postgres --no-sync >/dev/null
 # Only the server runs under libfaketime; its monotonic clock stays real so timeouts work.
-# FAKETIME_NO_CACHE: every backend sees each step at its next clock call, as on one real
-# machine (with a cache, backends would switch up to a second apart, each its own clock). It is
-# not async-signal-safe (see cluster.bash); this test is short and .ci/test reruns a hung run.
-sudo -u postgres env LD_PRELOAD="$lib" FAKETIME_TIMESTAMP_FILE="$offset" FAKETIME_NO_CACHE=1 \
-    FAKETIME_DONT_FAKE_MONOTONIC=1 DONT_FAKE_MONOTONIC=1 \
-    "$bindir/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w \
-    -o "-p $port -k $dir -c listen_addresses='' -c fsync=off -c shared_preload_libraries=sno" start >/dev/null
+# FAKETIME_NO_CACHE (clock mode nocache): every backend sees each step at its next clock call,
+# as on one real machine (with a cache, backends would switch up to a second apart, each its own
+# clock). It is not async-signal-safe (see lib.bash); this test is short and .ci/test reruns a
+# hung run.
+node_new srv
+node_clock_mode srv nocache
+node_initdb srv
+node_cmdline srv fsync=off shared_preload_libraries=sno
+node_start srv
+psql() { node_psql srv "$@"; }
 
 psql -c "CREATE EXTENSION sno" -c "CREATE TABLE ids (id sno PRIMARY KEY)"
-echo 'INSERT INTO ids SELECT sno_generate(1) FROM generate_series(1, 50);' >"$dir/insert.sql"
+echo 'INSERT INTO ids SELECT sno_generate(1) FROM generate_series(1, 50);' >"$CL_WORK/insert.sql"
 
 # run_clients SECONDS: 4 pgbench clients in the background (wait for them with `wait`).
 run_clients() {
-    "$bindir/pgbench" -n -c 4 -j 2 -T "$1" -f "$dir/insert.sql" postgres >"$dir/pgbench.$1.out" 2>&1 &
+    node_client srv pgbench -n -c 4 -j 2 -T "$1" -f "$CL_WORK/insert.sql" postgres >"$CL_WORK/pgbench.$1.out" 2>&1 &
 }
 transactions() { sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' "$1"; }
 
@@ -48,9 +40,9 @@ transactions() { sed -n 's/^number of transactions actually processed: \([0-9]*\
 run_clients 5
 pid=$!
 sleep 2
-echo "-2s" >"$offset"
-wait "$pid" || { echo "FAIL: pgbench (phase 1)"; cat "$dir/pgbench.5.out"; fail=1; }
-n1="$(transactions "$dir/pgbench.5.out")"
+node_clock srv "-2s"
+wait "$pid" || { echo "FAIL: pgbench (phase 1)"; cat "$CL_WORK/pgbench.5.out"; fail=1; }
+n1="$(transactions "$CL_WORK/pgbench.5.out")"
 check "phase 1: rows = 50 x transactions" "$(psql -At -c "SELECT count(*) FROM ids")" "$((50 * n1))"
 check "phase 1: one regression, tick 1, no clock waits" \
     "$(psql -At -c "SELECT regressions, tick, clock_waits FROM sno_generator")" "1|1|0"
@@ -61,9 +53,9 @@ check "phase 1: IDs on both timelines" \
 run_clients 6
 pid=$!
 sleep 1.5
-echo "-6s" >"$offset"
-wait "$pid" || { echo "FAIL: pgbench (phase 2)"; cat "$dir/pgbench.6.out"; fail=1; }
-n2="$(transactions "$dir/pgbench.6.out")"
+node_clock srv "-6s"
+wait "$pid" || { echo "FAIL: pgbench (phase 2)"; cat "$CL_WORK/pgbench.6.out"; fail=1; }
+n2="$(transactions "$CL_WORK/pgbench.6.out")"
 check "phase 2: rows = 50 x transactions" "$(psql -At -c "SELECT count(*) FROM ids")" "$((50 * (n1 + n2)))"
 check "phase 2: clients waited for the clock" "$(psql -At -c "SELECT clock_waits > 0 FROM sno_generator")" "t"
 check "phase 2: then flipped back (two regressions, tick 0)" \
@@ -71,7 +63,7 @@ check "phase 2: then flipped back (two regressions, tick 0)" \
 [[ "$((n1 * n2))" -gt 0 ]] || { echo "FAIL: no transactions ($n1, $n2)"; fail=1; }
 
 # Phase 3: back a minute more: a bounded wait that fails, and a wait a cancel ends.
-echo "-66s" >"$offset"
+node_clock srv "-66s"
 t0=$SECONDS
 out="$(psql -c "SET sno.max_clock_wait = 800" -c "SELECT sno_generate(1)" 2>&1 || true)"
 check "phase 3: gives up with a clear error" \
@@ -85,8 +77,8 @@ check "phase 3: a long wait is cancellable" \
 check "phase 3: failures counted" "$(psql -At -c "SELECT clock_wait_failures FROM sno_generator")" "1"
 
 # Back to the real clock: generation goes on, still no duplicates.
-echo "+0" >"$offset"
+node_clock srv "+0"
 psql -c "INSERT INTO ids SELECT sno_generate(1) FROM generate_series(1, 1000)"
 check "after: every ID distinct, all inserted" \
     "$(psql -At -c "SELECT count(*) = count(DISTINCT id), count(*) FROM ids")" "t|$((50 * (n1 + n2) + 1000))"
-exit $fail
+exit "$fail"

@@ -1,9 +1,12 @@
 # shellcheck shell=bash
 # shellcheck source-path=SCRIPTDIR
-# A harness for the multi-server client tests (tests/client/lineage_*.sh). Sourced, not a test
-# itself: .ci/test runs only *.sh here. Modelled on PostgreSQL's TAP PostgreSQL::Test::Cluster:
-# named nodes, each a data directory with its own port, log, clock and settings, and helpers
-# for base backups, standbys, promotion, pg_rewind, WAL archiving and point-in-time recovery.
+# The multi-server part of the client tests' harness (tests/client/lineage_*.sh, and the
+# replication helpers for standby_clone.sh). Sourced, not a test itself: .ci/test runs only *.sh
+# here. Built on lib.bash, which it sources: the work directory, nodes (each a data directory
+# with its own port, log, clock and settings), start/stop/crash, libfaketime clocks, psql and
+# the ok:/FAIL: lines are there. Modelled on PostgreSQL's TAP PostgreSQL::Test::Cluster: this
+# file adds helpers for base backups, standbys, promotion, pg_rewind, WAL archiving and
+# point-in-time recovery, and the ID ledger.
 #
 #   source "$(dirname "${BASH_SOURCE[0]}")/cluster.bash"
 #   cluster_setup lineage_x "$2" "$3"        # PORT BINDIR of the test's command line
@@ -12,17 +15,15 @@
 #   node_gen a phase1 3000                    # 3,000 IDs, recorded in the ledger
 #   ledger_check "everything"                 # zero duplicates over every ID ever issued
 #
-# Everything runs as the `postgres` user on Unix sockets only (listen_addresses = ''), in one
-# work directory under /tmp/sno-work, removed with every server on exit (SNO_KEEP_WORK=1 keeps
-# it). Ports: PORT+600 .. PORT+698 for nodes, PORT+699 for the ledger server.
+# cluster_setup is harness_setup (lib.bash) with ports PORT+600 .. PORT+698 for nodes, plus the
+# ledger server on PORT+699. The replication helpers need no ledger: a test can call
+# harness_setup itself (standby_clone.sh does) and use them, but not node_gen, node_pgbench and
+# ledger_*.
 #
-# Clocks. Every node runs under libfaketime with its own offset file, so node_clock can move a
-# node's clock, also while it runs; monotonic clocks are not faked. libfaketime re-reads the
-# file at most once a second (FAKETIME_CACHE_DURATION=1), so node_clock waits 2 s when the
-# node runs. Not FAKETIME_NO_CACHE: then every clock call reads the file with fopen, and a
-# signal handler that reads the clock (PostgreSQL's SIGALRM timeouts) during another clock call
-# deadlocks the process in glibc's stdio lock; this hung a recovering server once. libfaketime
-# returns the real time when re-entered, so some log lines carry unfaked times.
+# Clocks: every node runs under libfaketime with its own offset file, which it re-reads at most
+# once a second (lib.bash's clock mode cache: node_clock waits 2 s when the node runs). Not
+# FAKETIME_NO_CACHE, which can deadlock a process when a signal handler reads the clock during
+# another clock call: lib.bash says more.
 #
 # Settings. A node's settings can come from two places, and the difference matters:
 #   node_cmdline NAME KEY=VALUE...  -c options given to postgres at every start of this node;
@@ -45,82 +46,15 @@
 # shellcheck source=lib.bash
 source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
 
-CL_FAKETIME=/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1
-declare -gA CL_PORT=() CL_CMDLINE=()
-CL_NODES=()
-# Explicit partitions the test gave to any node (never handed out by ledger_unused_partition).
-CL_CLAIMED=()
-CL_WORK=""
-CL_T0=$SECONDS
-
 # cluster_setup NAME PORT BINDIR: the work directory, the exit trap, the ledger server.
 cluster_setup() {
-    CL_BINDIR="$3"
-    CL_NEXT_PORT=$(($2 + 600))
+    harness_setup "$1" "$3" $(($2 + 600)) $(($2 + 698))
     CL_LEDGER_PORT=$(($2 + 699))
     [[ -r "$CL_FAKETIME" ]] || { echo "FAIL: libfaketime is not installed ($CL_FAKETIME)"; exit 1; }
     [[ -x "$CL_BINDIR/pg_rewind" ]] || { echo "FAIL: no PostgreSQL binaries in $CL_BINDIR"; exit 1; }
-    # The PostgreSQL major (some of PostgreSQL's own messages differ between majors).
-    # shellcheck disable=SC2034 # for the tests
-    CL_MAJOR="$("$CL_BINDIR/postgres" --version | awk '{ print $3 }' | cut -d. -f1)"
-    CL_WORK="$(mktemp -d "/tmp/sno-work/$1.XXXXXX")"
-    chmod 755 "$CL_WORK"
     mkdir "$CL_WORK/ledger" "$CL_WORK/backups"
-    chown postgres: "$CL_WORK" "$CL_WORK/backups"
-    trap cluster_cleanup EXIT
-    trap 'exit 130' INT TERM
+    chown postgres: "$CL_WORK/backups"
     ledger_start
-}
-
-# On exit: on failure the end of every node's log, then every server stopped (immediate) and
-# the work directory removed.
-cluster_cleanup() {
-    local rc=$? n
-    [[ -n "$CL_WORK" ]] || return 0
-    if ((rc != 0 || fail != 0)) && [[ -z "${CL_QUIET_LOGS:-}" ]]; then
-        for n in "${CL_NODES[@]}"; do
-            [[ -f "$CL_WORK/$n/log" ]] || continue
-            echo "--- last lines of $n's log"
-            tail -n 12 "$CL_WORK/$n/log"
-        done
-    fi
-    for n in "${CL_NODES[@]}" ledger_srv; do
-        [[ -f "$CL_WORK/$n/data/postmaster.pid" ]] &&
-            sudo -u postgres "$CL_BINDIR/pg_ctl" -D "$CL_WORK/$n/data" -m immediate -w stop >/dev/null 2>&1
-    done
-    if [[ -n "${SNO_KEEP_WORK:-}" ]]; then echo "kept $CL_WORK"; else rm -rf "$CL_WORK"; fi
-    CL_WORK=""
-}
-
-# die MESSAGE: a failure that ends the test (the harness or a step that everything after needs).
-die() {
-    echo "FAIL: $*"
-    fail=1
-    exit 1
-}
-
-as_pg() { sudo -u postgres "$@"; }
-node_dir() { echo "$CL_WORK/$1"; }
-node_data() { echo "$CL_WORK/$1/data"; }
-node_log() { echo "$CL_WORK/$1/log"; }
-node_port() { echo "${CL_PORT[$1]}"; }
-# The connection string of a node (for primary_conninfo, pg_rewind).
-node_conninfo() { echo "host=$CL_WORK port=${CL_PORT[$1]} user=postgres dbname=postgres"; }
-
-# node_new NAME: registers a node (port, directory, clock at +0) without a data directory.
-node_new() {
-    local name="$1"
-    [[ "$name" =~ ^[a-z0-9_]+$ ]] || die "node name '$name': use a-z, 0-9 and _"
-    [[ -z "${CL_PORT[$name]:-}" ]] || die "node $name exists"
-    ((CL_NEXT_PORT < CL_LEDGER_PORT)) || die "no port left for node $name"
-    CL_PORT[$name]=$CL_NEXT_PORT
-    CL_NEXT_PORT=$((CL_NEXT_PORT + 1))
-    CL_CMDLINE[$name]=""
-    CL_NODES+=("$name")
-    mkdir "$CL_WORK/$name"
-    echo "+0" >"$CL_WORK/$name/faketime"
-    chmod a+r "$CL_WORK/$name/faketime"
-    chown -R postgres: "$CL_WORK/$name"
 }
 
 # node_init NAME [archive]: initdb; wal_level replica, wal_log_hints (pg_rewind), replication
@@ -129,8 +63,7 @@ node_init() {
     local name="$1" data
     node_new "$name"
     data="$(node_data "$name")"
-    as_pg "$CL_BINDIR/initdb" -D "$data" -A trust -U postgres --no-sync >"$CL_WORK/$name/initdb.log" 2>&1 ||
-        { cat "$CL_WORK/$name/initdb.log"; die "initdb of $name"; }
+    node_initdb "$name" || exit 1
     as_pg tee -a "$data/postgresql.conf" >/dev/null <<EOF
 # cluster.bash
 wal_level = replica
@@ -153,81 +86,6 @@ EOF
 }
 
 node_archive() { echo "$CL_WORK/$1/archive"; }
-
-# node_cmdline NAME [KEY=VALUE...]: the -c options of this node's next starts (replacing the
-# previous ones). Values must not hold spaces or quotes.
-node_cmdline() {
-    local name="$1" kv
-    shift
-    CL_CMDLINE[$name]="$*"
-    for kv in "$@"; do
-        [[ "$kv" =~ ^sno\.partition=([0-9]+)$ ]] && CL_CLAIMED+=("${BASH_REMATCH[1]}")
-    done
-    return 0
-}
-
-# node_clock NAME OFFSET: the node's clock offset (libfaketime syntax: +0, -5s, +1h), at once.
-node_clock() {
-    echo "$2" >"$CL_WORK/$1/faketime"
-    if node_running "$1"; then sleep 2; fi
-}
-
-# node_start NAME: pg_ctl start -w under libfaketime with the node's clock and -c options.
-node_start() {
-    local name="$1" opts kv
-    opts="-p ${CL_PORT[$name]} -k $CL_WORK -c listen_addresses=''"
-    for kv in ${CL_CMDLINE[$name]}; do opts+=" -c '$kv'"; done
-    if ! as_pg env LD_PRELOAD="$CL_FAKETIME" FAKETIME_TIMESTAMP_FILE="$CL_WORK/$name/faketime" \
-        FAKETIME_CACHE_DURATION=1 DONT_FAKE_MONOTONIC=1 FAKETIME_DONT_FAKE_MONOTONIC=1 \
-        "$CL_BINDIR/pg_ctl" -D "$(node_data "$name")" -l "$(node_log "$name")" -w -t 120 \
-        -o "$opts" start >/dev/null 2>&1; then
-        echo "FAIL: $name did not start; its log ends with:"
-        tail -n 20 "$(node_log "$name")"
-        fail=1
-        return 1
-    fi
-}
-
-# node_stop NAME [fast|immediate|smart]
-node_stop() {
-    as_pg "$CL_BINDIR/pg_ctl" -D "$(node_data "$1")" -m "${2:-fast}" -w -t 120 stop >/dev/null ||
-        { echo "FAIL: could not stop $1"; fail=1; return 1; }
-}
-
-# node_restart NAME [MODE]: stop (fast by default) and start.
-node_restart() { node_stop "$1" "${2:-fast}" && node_start "$1"; }
-
-# node_running NAME: whether its postmaster runs.
-node_running() { as_pg "$CL_BINDIR/pg_ctl" -D "$(node_data "$1")" status >/dev/null 2>&1; }
-
-# node_wait_down NAME [SECONDS]: waits for a server that is going down by itself.
-node_wait_down() {
-    local i
-    for ((i = 0; i < ${2:-60} * 10; i++)); do
-        node_running "$1" || return 0
-        sleep 0.1
-    done
-    return 1
-}
-
-# node_psql NAME PSQL-ARGS...: psql as postgres to database postgres, unaligned, tuples only,
-# stopping at the first error.
-node_psql() {
-    local name="$1"
-    shift
-    "$CL_BINDIR/psql" -X -q -At -v ON_ERROR_STOP=1 -h "$CL_WORK" -p "${CL_PORT[$name]}" -U postgres -d postgres "$@"
-}
-
-# node_sql NAME SQL...: runs each SQL (one -c each), prints the results.
-node_sql() {
-    local name="$1" a=() s
-    shift
-    for s in "$@"; do a+=(-c "$s"); done
-    node_psql "$name" "${a[@]}"
-}
-
-# node_try NAME SQL: runs SQL and prints everything psql says, errors included (never fails).
-node_try() { node_psql "$1" -c "$2" 2>&1 || true; }
 
 # msg_field FIELD TEXT: what follows "FIELD:  " on the first such line of a server message
 # as psql prints it (ERROR, DETAIL, HINT, WARNING), or in a server log.
@@ -279,7 +137,7 @@ node_follow() {
 # has no command-line settings yet (they are not in the data directory).
 node_basebackup() {
     node_new "$2"
-    as_pg "$CL_BINDIR/pg_basebackup" -h "$CL_WORK" -p "${CL_PORT[$1]}" -U postgres -D "$(node_data "$2")" \
+    as_pg "${CL_BIN[$1]}/pg_basebackup" -h "$CL_WORK" -p "${CL_PORT[$1]}" -U postgres -D "$(node_data "$2")" \
         -X stream -c fast >"$CL_WORK/$2/basebackup.log" 2>&1 ||
         { cat "$CL_WORK/$2/basebackup.log"; die "pg_basebackup of $1 into $2"; }
     [[ "${3:-}" == standby ]] && node_follow "$2" "$1"
@@ -288,7 +146,7 @@ node_basebackup() {
 
 # node_backup SOURCE BACKUP: a base backup of SOURCE kept aside (for node_restore).
 node_backup() {
-    as_pg "$CL_BINDIR/pg_basebackup" -h "$CL_WORK" -p "${CL_PORT[$1]}" -U postgres \
+    as_pg "${CL_BIN[$1]}/pg_basebackup" -h "$CL_WORK" -p "${CL_PORT[$1]}" -U postgres \
         -D "$CL_WORK/backups/$2" -X stream -c fast >/dev/null 2>&1 || die "pg_basebackup of $1 into backup $2"
 }
 
@@ -322,7 +180,7 @@ node_wait_primary() {
 
 # node_promote NAME: pg_ctl promote, and waits until it is out of recovery.
 node_promote() {
-    as_pg "$CL_BINDIR/pg_ctl" -D "$(node_data "$1")" -w -t 120 promote >/dev/null ||
+    as_pg "${CL_BIN[$1]}/pg_ctl" -D "$(node_data "$1")" -w -t 120 promote >/dev/null ||
         { echo "FAIL: promote $1"; fail=1; return 1; }
     node_wait_primary "$1"
 }
@@ -357,7 +215,7 @@ node_wait_catchup() {
 # (sno_generator.state too). Prints what pg_rewind said.
 node_rewind() {
     node_sql "$2" "CHECKPOINT"
-    as_pg "$CL_BINDIR/pg_rewind" --target-pgdata="$(node_data "$1")" \
+    as_pg "${CL_BIN[$1]}/pg_rewind" --target-pgdata="$(node_data "$1")" \
         --source-server="$(node_conninfo "$2")" 2>&1 | tee -a "$CL_WORK/$1/rewind.log"
     return "${PIPESTATUS[0]}"
 }
@@ -407,7 +265,7 @@ node_gen() {
 node_pgbench() {
     local name="$1" phase="$2" out="$CL_WORK/$1.$2.pgbench" rc=0 n
     echo "INSERT INTO ids (id, origin) VALUES (sno_generate(1), '$name:$phase');" >"$out.sql"
-    "$CL_BINDIR/pgbench" -n -c "${4:-4}" -j 2 -T "$3" -f "$out.sql" -h "$CL_WORK" -p "${CL_PORT[$name]}" \
+    "${CL_BIN[$name]}/pgbench" -n -c "${4:-4}" -j 2 -T "$3" -f "$out.sql" -h "$CL_WORK" -p "${CL_PORT[$name]}" \
         -U postgres postgres >"$out" 2>&1 || rc=$?
     node_psql "$name" -c "COPY (SELECT id FROM ids WHERE origin = '$name:$phase') TO STDOUT" \
         >>"$(ledger_file "$name" "$phase")"
@@ -428,10 +286,12 @@ ledger_psql() {
 }
 
 ledger_start() {
-    # Not a node: no clock, no sno preloaded (only the type), its own directory.
+    # Not a node (node_* loops do not see it): no clock, no sno preloaded (only the type), its
+    # own directory and port; stopped on exit like the nodes.
     local d="$CL_WORK/ledger_srv"
     mkdir "$d"
     chown postgres: "$d"
+    harness_stop_also "$CL_BINDIR" "$d/data"
     as_pg "$CL_BINDIR/initdb" -D "$d/data" -A trust -U postgres --no-sync >/dev/null 2>&1 ||
         die "initdb of the ledger server"
     as_pg "$CL_BINDIR/pg_ctl" -D "$d/data" -l "$d/log" -w \

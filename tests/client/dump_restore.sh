@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# shellcheck source-path=SCRIPTDIR
 # pg_dump / pg_restore round trip of a table with sno columns, a sno[] column and btree,
 # hash and BRIN indexes on sno, in custom and plain formats; the restored data must be
 # identical and the restored btree index must pass amcheck.
@@ -8,8 +9,10 @@ set -euo pipefail
 host="$1" port="$2" bindir="$3"
 export PGHOST="$host" PGPORT="$port" PGUSER=postgres
 psql() { "$bindir/psql" -X -q -v ON_ERROR_STOP=1 "$@"; }
-work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
+# shellcheck source=lib.bash
+source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
+harness_setup dump_restore "$bindir" # the work directory only: no server of its own
+work="$CL_WORK"
 
 for db in sno_dump_src sno_dump_custom sno_dump_plain; do
     psql -d postgres -c "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db"
@@ -64,4 +67,4 @@ for db in sno_dump_custom sno_dump_plain; do
 done
 [[ -n "$src" && "$src_parts" == *by_hash_0* && "$src_parts" == *by_hash_1* ]] || { echo "FAIL: empty source"; fail=1; }
 ((fail == 0)) && echo "ok: pg_dump/pg_restore (custom and plain) round-trip 20000 rows, indexes and hash partitions"
-exit $fail
+exit "$fail"

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# shellcheck source-path=SCRIPTDIR
 # A fleet: three PostgreSQL servers with sno.partition 1, 2 and 3 generate IDs concurrently;
 # servers 2 and 3 publish their rows and server 1 subscribes to both (built-in logical
 # replication), merging everything into one table under a primary key. Zero conflicts, every
@@ -6,43 +7,35 @@
 #
 # Usage: fleet.sh SOCKET_DIR PORT BINDIR  (only BINDIR is used: own clusters)
 set -euo pipefail
-bindir="$3"
-base=$((${2} + 500))
-work="$(mktemp -d /tmp/sno-work/fleet.XXXXXX)"
-chown postgres: "$work"
+# shellcheck source=lib.bash
 source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
-stop_all() {
-    for n in 1 2 3; do
-        [[ -d "$work/s$n" ]] && sudo -u postgres "$bindir/pg_ctl" -D "$work/s$n" -m immediate -w stop >/dev/null 2>&1
-    done
-    rm -rf "$work"
-}
-trap stop_all EXIT
+# Nodes s1, s2, s3 on ports PORT+501 .. PORT+503, on the real clock.
+harness_setup fleet "$3" $(($2 + 501)) $(($2 + 599))
 q() { # q SERVER SQL...
     local n="$1"
     shift
-    "$bindir/psql" -X -q -At -v ON_ERROR_STOP=1 -h "$work" -p "$((base + n))" -U postgres -d postgres "$@"
+    node_psql "s$n" "$@"
 }
 
 for n in 1 2 3; do
-    sudo -u postgres "$bindir/initdb" -D "$work/s$n" -A trust -U postgres --no-sync >/dev/null
-    sudo -u postgres "$bindir/pg_ctl" -D "$work/s$n" -l "$work/s$n.log" -w \
-        -o "-p $((base + n)) -k $work -c listen_addresses='' -c wal_level=logical -c shared_preload_libraries=sno -c sno.partition=$n" \
-        start >/dev/null
+    node_new "s$n"
+    node_clock_mode "s$n" none
+    node_initdb "s$n"
+    node_cmdline "s$n" wal_level=logical shared_preload_libraries=sno "sno.partition=$n"
+    node_start "s$n"
     q "$n" -c "CREATE EXTENSION sno" \
         -c "CREATE TABLE events (id sno PRIMARY KEY DEFAULT sno_generate(1), server int NOT NULL, created timestamptz NOT NULL DEFAULT clock_timestamp())"
     check "server $n uses partition $n" "$(q "$n" -c "SELECT sno_current_partition()")" "$n"
 done
 for n in 2 3; do
     q "$n" -c "CREATE PUBLICATION fleet_$n FOR TABLE events"
-    q 1 -c "CREATE SUBSCRIPTION from_$n CONNECTION 'host=$work port=$((base + n)) user=postgres dbname=postgres' PUBLICATION fleet_$n"
+    q 1 -c "CREATE SUBSCRIPTION from_$n CONNECTION '$(node_conninfo "s$n")' PUBLICATION fleet_$n"
 done
 
 # Generate on all three at once: 4 clients each, 5 s, 10 rows a transaction.
 for n in 1 2 3; do
-    echo "INSERT INTO events (server) SELECT $n FROM generate_series(1, 10);" >"$work/insert$n.sql"
-    "$bindir/pgbench" -n -c 4 -j 2 -T 5 -f "$work/insert$n.sql" -h "$work" -p "$((base + n))" -U postgres postgres \
-        >"$work/pgbench$n.out" 2>&1 &
+    echo "INSERT INTO events (server) SELECT $n FROM generate_series(1, 10);" >"$CL_WORK/insert$n.sql"
+    node_client "s$n" pgbench -n -c 4 -j 2 -T 5 -f "$CL_WORK/insert$n.sql" postgres >"$CL_WORK/pgbench$n.out" 2>&1 &
 done
 wait
 total=0
@@ -58,7 +51,7 @@ for _ in $(seq 300); do
     sleep 0.1
 done
 check "all $total rows merged on server 1" "$(q 1 -c "SELECT count(*), count(DISTINCT id) FROM events")" "$total|$total"
-check "no replication conflict in server 1's log" "$(grep -c 'duplicate key' "$work/s1.log" || true)" "0"
+check "no replication conflict in server 1's log" "$(grep -c 'duplicate key' "$(node_log s1)" || true)" "0"
 check "every row carries its server's partition" \
     "$(q 1 -c "SELECT bool_and(sno_partition(id) = server) FROM events")" "t"
 # One clock here, so an ID's time is its row's creation time (up to 4 ms, plus any scheduling
@@ -69,4 +62,4 @@ check "merged IDs sort by creation time across servers (within 0.5 s of the rows
 q 1 -c "SELECT 'largest gap between an ID''s time and its row''s clock_timestamp(): ' || max(abs(extract(epoch FROM created - sno_time(id)))) || ' s' FROM events"
 check "rows of all three servers interleave in ID order" \
     "$(q 1 -c "SELECT count(*) > 3 FROM (SELECT server, lag(server) OVER (ORDER BY id) AS prev FROM events) s WHERE server <> prev")" "t"
-exit $fail
+exit "$fail"

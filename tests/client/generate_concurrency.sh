@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# shellcheck source-path=SCRIPTDIR
 # sno_generate under real concurrency, against a live cluster with sno preloaded:
 #  1. pgbench, 16 clients for 10 s, each transaction inserting one row whose primary key
 #     defaults to sno_generate(1): zero errors, rows = transactions.
@@ -12,9 +13,10 @@ host="$1" port="$2" bindir="$3"
 export PGHOST="$host" PGPORT="$port" PGUSER=postgres
 DURATION="${SNO_PGBENCH_SECONDS:-10}"
 psql() { "$bindir/psql" -X -q -v ON_ERROR_STOP=1 -d sno_gen "$@"; }
-work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
+# shellcheck source=lib.bash
 source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
+harness_setup generate_concurrency "$bindir" # the work directory only: no server of its own
+work="$CL_WORK"
 
 "$bindir/psql" -X -q -d postgres -c "DROP DATABASE IF EXISTS sno_gen" -c "CREATE DATABASE sno_gen"
 psql -c "CREATE EXTENSION sno" \
@@ -90,4 +92,4 @@ check "partition derived from the system identifier again" \
 out="$("$bindir/psql" -X -d sno_gen -c "SET sno.no_such_setting = 1" 2>&1 || true)"
 check "sno.* is a reserved prefix" "$(grep -c '"sno" is a reserved prefix' <<<"$out")" "1"
 
-exit $fail
+exit "$fail"

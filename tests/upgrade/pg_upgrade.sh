@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# shellcheck source-path=SCRIPTDIR
 # pg_upgrade from an old major (15) to a new one (18) of a cluster holding sno data, in --copy
 # and --link mode, with the generator's state file handled as the README says:
 #   derived   no sno.partition: nothing to do; the first sno_generate WARNs that the state file
@@ -26,63 +27,42 @@
 # Usage (as root): pg_upgrade.sh OLD_BINDIR NEW_BINDIR PORT   (uses PORT and PORT+1 only)
 # Prints ok:/FAIL: lines; exits non-zero on any failure. About 2-3 minutes on 2 cores.
 # While iterating: SNO_UPGRADE_CASES="copy:explicit:hint ..." runs only those cases,
-# SNO_KEEP=1 keeps the clusters and logs.
+# SNO_KEEP=1 (or SNO_KEEP_WORK=1) keeps the clusters and logs.
 set -uo pipefail
 if (($# != 3)); then
     echo "usage: $0 OLD_BINDIR NEW_BINDIR PORT" >&2
     exit 2
 fi
 old_bin="$1" new_bin="$2" old_port="$3"
-new_port=$((old_port + 1))
-lib=/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1
-[[ -r "$lib" ]] || { echo "FAIL: libfaketime is not installed ($lib)"; exit 1; }
+# shellcheck source=../client/lib.bash
+source "$(dirname "${BASH_SOURCE[0]}")/../client/lib.bash"
 for b in "$old_bin" "$new_bin"; do
     [[ -x "$b/pg_ctl" && -x "$b/initdb" && -x "$b/psql" ]] || { echo "FAIL: no PostgreSQL in $b"; exit 1; }
 done
 [[ -x "$new_bin/pg_upgrade" ]] || { echo "FAIL: no pg_upgrade in $new_bin"; exit 1; }
+[[ -r "$CL_FAKETIME" ]] || { echo "FAIL: libfaketime is not installed ($CL_FAKETIME)"; exit 1; }
 ((EUID == 0)) || { echo "FAIL: run as root (servers run as postgres through sudo)"; exit 1; }
 
-fail=0
-check() {
-    if [[ "$2" == "$3" ]]; then echo "ok: $1"; else echo "FAIL: $1: got '$2', want '$3'"; fail=1; fi
-}
-bad() { echo "FAIL: $*"; fail=1; }
-
-base="${SNO_WORK:-/tmp/sno-work}"
-mkdir -p "$base"
-work="$(mktemp -d "$base/upgrade.XXXXXX")"
-chown postgres: "$work"
-# Every data directory a server may run in (ours or pg_upgrade's), with its bindir.
-servers=()
-stop_all() {
-    local s
-    for s in "${servers[@]}"; do
-        local bin="${s%%|*}" data="${s#*|}"
-        [[ -f "$data/postmaster.pid" ]] &&
-            sudo -u postgres "$bin/pg_ctl" -D "$data" -m immediate -w stop >/dev/null 2>&1
-    done
-    servers=()
-}
-# shellcheck disable=SC2317 # called by the EXIT trap
-cleanup() {
-    stop_all
-    if [[ -n "${SNO_KEEP:-}" ]]; then echo "kept $work"; else rm -rf "$work"; fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+# The harness (tests/client/lib.bash): a work directory under $SNO_WORK, every server stopped
+# on exit. Two ports: each old cluster is a node of the old major on PORT, each new one a node
+# of the new major on PORT+1 (a case's nodes are dropped at its end, freeing the ports).
+# pg_upgrade's own servers run in the nodes' data directories, so they are stopped on exit too.
+harness_setup upgrade "$new_bin" "$old_port" $((old_port + 1))
+new_port=$((old_port + 1))
+work="$CL_WORK"
 
 ROWS_MAIN=30000 # t_main rows per batch, 3 IDs each
 ROWS_PART=20000 # t_part rows per batch, 1 ID each
 IDS_PER_BATCH=$((3 * ROWS_MAIN + ROWS_PART))
 
-pg() { sudo -u postgres "$@"; }
-
-# init_cluster BINDIR DATA PARTITION: initdb with the same settings for both majors (UTF8,
-# C locale, data checksums on: PostgreSQL 18's default, asked for explicitly on 15).
+# init_cluster NODE BINDIR PORT PARTITION: a new node of that bindir on PORT, and its initdb
+# with the same settings for both majors (UTF8, C locale, data checksums on: PostgreSQL 18's
+# default, asked for explicitly on 15). The settings are in postgresql.conf, for pg_upgrade's
+# servers too.
 init_cluster() {
-    local bin="$1" data="$2" partition="$3"
-    pg "$bin/initdb" -D "$data" -A trust -U postgres --no-sync -E UTF8 --locale=C -k \
-        >"$data.initdb.log" 2>&1 || { cat "$data.initdb.log"; return 1; }
+    local node="$1" bin="$2" port="$3" partition="$4"
+    node_new "$node" "$bin" "$port" || return 1
+    node_initdb "$node" -E UTF8 --locale=C -k || return 1
     {
         echo "shared_preload_libraries = 'sno'"
         echo "listen_addresses = ''"
@@ -90,42 +70,39 @@ init_cluster() {
         echo "fsync = off"
         echo "sno.max_clock_wait = 2000"
         [[ "$partition" == derived ]] || echo "sno.partition = $partition"
-    } >>"$data/postgresql.conf"
+    } >>"$(node_data "$node")/postgresql.conf"
 }
 
-# start BINDIR DATA PORT OFFSET: the server under libfaketime, its clock OFFSET from the real one.
+# start NODE OFFSET: the server under libfaketime, its clock OFFSET from the real one.
 start() {
-    local bin="$1" data="$2" port="$3"
-    echo "$4" >"$data.faketime"
-    chmod a+r "$data.faketime"
-    servers+=("$bin|$data")
-    pg env LD_PRELOAD="$lib" FAKETIME_TIMESTAMP_FILE="$data.faketime" FAKETIME_CACHE_DURATION=1 \
-        DONT_FAKE_MONOTONIC=1 FAKETIME_DONT_FAKE_MONOTONIC=1 \
-        "$bin/pg_ctl" -D "$data" -l "$data.log" -w -o "-p $port -k $work" start >/dev/null ||
-        { tail -20 "$data.log"; return 1; }
+    node_clock "$1" "$2"
+    node_start "$1"
 }
-stop() { pg "$1/pg_ctl" -D "$2" -m fast -w stop >/dev/null; }
+stop() { node_stop "$1" fast; }
 
-# q BINDIR PORT ARGS...: psql on the test database.
+# q NODE ARGS...: psql on the test database.
 q() {
-    local bin="$1" port="$2"
-    shift 2
-    "$bin/psql" -X -q -v ON_ERROR_STOP=1 -h "$work" -p "$port" -U postgres -d sno_upgrade "$@"
+    local node="$1"
+    shift
+    node_psql_db "$node" sno_upgrade "$@"
 }
 
-# batch BINDIR PORT N [CHUNKS]: rows of batch N, every sno column made by sno_generate
-# (t_main.id by its DEFAULT), in CHUNKS statements 0.5 s apart (so that the IDs span time).
+# batch NODE N: rows of batch N, every sno column made by sno_generate (t_main.id by
+# its DEFAULT), 30 + 20 rows at a time with a 5 ms pause between: about 6 s during which
+# nearly every 4 ms unit gets IDs. Dense, so that a clock set back into that time meets units
+# that hold old IDs (bursts with long pauses between them can miss each other).
 batch() {
-    local chunks="${4:-1}" args=() i lo hi
-    for ((i = 0; i < chunks; i++)); do
-        ((i > 0)) && args+=(-c "SELECT pg_sleep(0.5)")
-        lo=$((i * ROWS_MAIN / chunks + 1)) hi=$(((i + 1) * ROWS_MAIN / chunks))
-        args+=(-c "INSERT INTO t_main (ref, seen, batch, n, note)
-                   SELECT sno_generate(2), sno_generate(4), $3, g, 'row ' || g FROM generate_series($lo, $hi) g")
-        lo=$((i * ROWS_PART / chunks + 1)) hi=$(((i + 1) * ROWS_PART / chunks))
-        args+=(-c "INSERT INTO t_part SELECT sno_generate(3), $3, g FROM generate_series($lo, $hi) g")
-    done
-    q "$1" "$2" "${args[@]}" -c "ANALYZE t_main, t_part" >/dev/null
+    local per_main=$((ROWS_MAIN / 1000)) per_part=$((ROWS_PART / 1000))
+    q "$1" -c "DO \$\$ BEGIN
+        FOR c IN 0..999 LOOP
+            INSERT INTO t_main (ref, seen, batch, n, note)
+                SELECT sno_generate(2), sno_generate(4), $2, g, 'row ' || g
+                FROM generate_series(c * $per_main + 1, (c + 1) * $per_main) g;
+            INSERT INTO t_part SELECT sno_generate(3), $2, g
+                FROM generate_series(c * $per_part + 1, (c + 1) * $per_part) g;
+            PERFORM pg_sleep(0.005);
+        END LOOP;
+    END \$\$" -c "ANALYZE t_main, t_part" >/dev/null
 }
 
 # ids_of N: every ID of batch N, as a subquery with column x.
@@ -152,31 +129,35 @@ DIGEST="SELECT (SELECT md5(string_agg(format('%s|%s|%s|%s|%s|%s', id::bytea, ref
 # is said in a note: line. SNO_UPGRADE_STRIP_ATTVER=0 leaves it (to see the failure).
 strip_attver=0
 probe_attver() {
-    local old_has new_rejects probe="$work/probe"
-    init_cluster "$old_bin" "$probe" derived && start "$old_bin" "$probe" "$old_port" "+0" || return 1
-    old_has="$("$old_bin/psql" -X -q -At -h "$work" -p "$old_port" -U postgres -d postgres \
-        -c "CREATE TABLE attver_probe (a int)" \
+    local old_has new_rejects
+    if ! { init_cluster probe_old "$old_bin" "$old_port" derived && start probe_old "+0"; }; then
+        node_drop probe_old
+        return 1
+    fi
+    old_has="$(node_psql probe_old -c "CREATE TABLE attver_probe (a int)" \
         -c "SELECT count(*) FROM pg_attribute WHERE attrelid = 'attver_probe'::regclass AND attoptions::text LIKE '%pg_attver=%'")"
-    stop "$old_bin" "$probe"
-    rm -rf "$probe"
-    init_cluster "$new_bin" "$probe" derived && start "$new_bin" "$probe" "$new_port" "+0" || return 1
-    new_rejects="$("$new_bin/psql" -X -q -At -h "$work" -p "$new_port" -U postgres -d postgres \
-        -c "CREATE TABLE attver_probe (a int)" \
+    stop probe_old
+    node_drop probe_old
+    if ! { init_cluster probe_new "$new_bin" "$new_port" derived && start probe_new "+0"; }; then
+        node_drop probe_new
+        return 1
+    fi
+    new_rejects="$(node_psql probe_new -c "CREATE TABLE attver_probe (a int)" \
         -c "ALTER TABLE attver_probe ALTER COLUMN a SET (pg_attver = 1)" 2>&1 | grep -c 'unrecognized parameter "pg_attver"')"
-    stop "$new_bin" "$probe"
-    rm -rf "$probe" "$probe".*
+    stop probe_new
+    node_drop probe_new
     if [[ "$old_has" == 1 && "$new_rejects" == 1 && "${SNO_UPGRADE_STRIP_ATTVER:-1}" == 1 ]]; then
         strip_attver=1
         echo "note: $("$old_bin/postgres" --version) stamps every column with the attribute option pg_attver, which $("$new_bin/postgres" --version) rejects (pg_upgrade fails for any table, with or without sno); the test removes it from the old cluster's user relations before each upgrade"
     fi
 }
 
-# strip_attver_old BINDIR PORT: removes pg_attver from the attribute options of every user
-# relation of every database of the running old server.
+# strip_attver_old NODE: removes pg_attver from the attribute options of every user relation
+# of every database of the running old server.
 strip_attver_old() {
     local db
-    for db in $("$1/psql" -X -At -h "$work" -p "$2" -U postgres -d postgres -c "SELECT datname FROM pg_database WHERE datallowconn"); do
-        "$1/psql" -X -q -v ON_ERROR_STOP=1 -h "$work" -p "$2" -U postgres -d "$db" -c "
+    for db in $(node_psql "$1" -c "SELECT datname FROM pg_database WHERE datallowconn"); do
+        node_psql_db "$1" "$db" -c "
             UPDATE pg_attribute SET attoptions = (SELECT CASE WHEN count(*) > 0 THEN array_agg(o) END
                                                   FROM unnest(attoptions) o WHERE o NOT LIKE 'pg\_attver=%')
             WHERE attrelid >= 16384 AND attoptions::text LIKE '%pg\_attver=%'" || return 1
@@ -184,16 +165,15 @@ strip_attver_old() {
 }
 
 # --- the old cluster -----------------------------------------------------------------------
-# make_old DATA PARTITION: a cluster of the old major with the schema and batch 1, made under
+# make_old NODE PARTITION: a cluster of the old major with the schema and batch 1, made under
 # libfaketime; sets old_digest, old_sysid, old_partition, old_last (epoch of its last ID).
 old_digest="" old_sysid="" old_partition="" old_last="" old_span=""
 make_old() {
-    local data="$1" partition="$2"
-    init_cluster "$old_bin" "$data" "$partition" || return 1
-    start "$old_bin" "$data" "$old_port" "+0" || return 1
-    "$old_bin/psql" -X -q -v ON_ERROR_STOP=1 -h "$work" -p "$old_port" -U postgres -d postgres \
-        -c "CREATE DATABASE sno_upgrade" || return 1
-    q "$old_bin" "$old_port" <<'SQL' || return 1
+    local old="$1" partition="$2"
+    init_cluster "$old" "$old_bin" "$old_port" "$partition" || return 1
+    start "$old" "+0" || return 1
+    node_psql "$old" -c "CREATE DATABASE sno_upgrade" || return 1
+    q "$old" <<'SQL' || return 1
 CREATE EXTENSION sno;
 CREATE TABLE t_main (
     id sno PRIMARY KEY DEFAULT sno_generate(1),
@@ -212,20 +192,20 @@ CREATE TABLE t_part_2 PARTITION OF t_part FOR VALUES WITH (MODULUS 4, REMAINDER 
 CREATE TABLE t_part_3 PARTITION OF t_part FOR VALUES WITH (MODULUS 4, REMAINDER 3);
 SQL
     # Over 6 s or so: the new server's clock, 5 s behind the last of them, is among them.
-    batch "$old_bin" "$old_port" 1 13 || return 1
+    batch "$old" 1 || return 1
     local got
-    got="$(q "$old_bin" "$old_port" -At -c "SELECT count(*), count(DISTINCT x) FROM $ALL_IDS")"
+    got="$(q "$old" -At -c "SELECT count(*), count(DISTINCT x) FROM $ALL_IDS")"
     [[ "$got" == "$IDS_PER_BATCH|$IDS_PER_BATCH" ]] || { bad "old cluster: $got IDs, want $IDS_PER_BATCH distinct"; return 1; }
-    old_digest="$(q "$old_bin" "$old_port" -At -c "$DIGEST")"
-    old_sysid="$(q "$old_bin" "$old_port" -At -c "SELECT system_identifier FROM sno_generator")"
-    old_partition="$(q "$old_bin" "$old_port" -At -c "SELECT string_agg(DISTINCT sno_partition(x)::text, ',') FROM $ALL_IDS")"
-    old_last="$(q "$old_bin" "$old_port" -At -c "SELECT extract(epoch FROM max(sno_time(x))) FROM $ALL_IDS")"
-    old_span="$(q "$old_bin" "$old_port" -At -c "SELECT round(extract(epoch FROM max(sno_time(x)) - min(sno_time(x))), 1) FROM $ALL_IDS")"
+    old_digest="$(q "$old" -At -c "$DIGEST")"
+    old_sysid="$(q "$old" -At -c "SELECT system_identifier FROM sno_generator")"
+    old_partition="$(q "$old" -At -c "SELECT string_agg(DISTINCT sno_partition(x)::text, ',') FROM $ALL_IDS")"
+    old_last="$(q "$old" -At -c "SELECT extract(epoch FROM max(sno_time(x))) FROM $ALL_IDS")"
+    old_span="$(q "$old" -At -c "SELECT round(extract(epoch FROM max(sno_time(x)) - min(sno_time(x))), 1) FROM $ALL_IDS")"
     if ((strip_attver)); then
-        strip_attver_old "$old_bin" "$old_port" || { bad "removing pg_attver from the old cluster"; return 1; }
+        strip_attver_old "$old" || { bad "removing pg_attver from the old cluster"; return 1; }
     fi
-    stop "$old_bin" "$data" || return 1
-    [[ -f "$data/sno_generator.state" ]] || { bad "the old cluster has no sno_generator.state"; return 1; }
+    stop "$old" || return 1
+    [[ -f "$(node_data "$old")/sno_generator.state" ]] || { bad "the old cluster has no sno_generator.state"; return 1; }
     if [[ "$partition" != derived && "$old_partition" != "$partition" ]]; then
         bad "old cluster: IDs use partition $old_partition, want $partition"
         return 1
@@ -242,6 +222,8 @@ shared_units() {
         echo "ok: $1: the new server's clock was behind: $n of the new IDs' 4 ms units hold old IDs too"
     else
         bad "$1: no 4 ms unit holds both old and new IDs ('$n'): the new clock was not among the old IDs"
+        "${nq[@]}" -At -c "SELECT 'old', min(sno_time(x)), max(sno_time(x)) FROM $(ids_of 1)
+            UNION ALL SELECT 'new', min(sno_time(x)), max(sno_time(x)) FROM $(ids_of 2)" | sed 's/^/    /'
     fi
 }
 
@@ -249,56 +231,62 @@ shared_units() {
 # run_case MODE KIND VARIANT: MODE copy|link, KIND derived|explicit, VARIANT
 # none|hint|precopy|control. No server of it is left running, whatever happened.
 run_case() {
+    local node="${1}_${2}_$3"
     run_case_body "$@"
-    stop_all
+    node_drop "${node}_old"
+    node_drop "${node}_new"
+    harness_keep || rm -rf "$work/$1-$2-$3"
 }
 run_case_body() {
     local mode="$1" kind="$2" variant="$3"
     local name="--$mode, $kind partition"
     [[ "$variant" != none ]] && name+=", $variant"
+    # The case's files (pg_upgrade's working directory); its nodes NAME_old and NAME_new.
     local dir="$work/$mode-$kind-$variant"
-    local old="$dir/old" new="$dir/new" t0=$SECONDS
+    local node="${mode}_${kind}_$variant" t0=$SECONDS
+    local old="${node}_old" new="${node}_new" old_data new_data
     local partition=derived
     [[ "$kind" == explicit ]] && partition=7
     mkdir -p "$dir"
     chown postgres: "$dir"
-    servers+=("$old_bin|$old" "$new_bin|$new")
     make_old "$old" "$partition" || { bad "$name: building the old cluster"; return; }
+    old_data="$(node_data "$old")"
     echo "ok: $name: old cluster with $IDS_PER_BATCH distinct IDs in $((ROWS_MAIN + ROWS_PART)) rows over $old_span s (partition $old_partition)"
-    init_cluster "$new_bin" "$new" "$partition" || { bad "$name: initdb of the new cluster"; return; }
+    init_cluster "$new" "$new_bin" "$new_port" "$partition" || { bad "$name: initdb of the new cluster"; return; }
+    new_data="$(node_data "$new")"
 
     # pg_upgrade, as postgres, in a directory it can write to, on our two ports only.
     local t1=$SECONDS
-    if ! (cd "$dir" && pg "$new_bin/pg_upgrade" -b "$old_bin" -B "$new_bin" -d "$old" -D "$new" \
+    if ! (cd "$dir" && as_pg "$new_bin/pg_upgrade" -b "$old_bin" -B "$new_bin" -d "$old_data" -D "$new_data" \
         -p "$old_port" -P "$new_port" -s "$work" -U postgres --no-sync "--$mode" \
         >"$dir/pg_upgrade.log" 2>&1); then
         bad "$name: pg_upgrade failed"
         tail -8 "$dir/pg_upgrade.log"
-        grep -h -A4 -E '(ERROR|error):' "$new"/pg_upgrade_output.d/*/log/*.log 2>/dev/null | head -20
+        grep -h -A4 -E '(ERROR|error):' "$new_data"/pg_upgrade_output.d/*/log/*.log 2>/dev/null | head -20
         return
     fi
     echo "ok: $name: pg_upgrade --$mode succeeded ($((SECONDS - t1)) s)"
     check "$name: pg_upgrade did not copy sno_generator.state" \
-        "$([[ -e "$new/sno_generator.state" ]] && echo copied || echo absent)" absent
+        "$([[ -e "$new_data/sno_generator.state" ]] && echo copied || echo absent)" absent
     if [[ "$mode" == link ]]; then
         # Hard links: the new cluster's relation files are the old cluster's files.
         local relpath links
-        relpath="$(cd "$new" && find base -type f -size +1M | head -1)"
-        links="$(stat -c %h "$new/$relpath" 2>/dev/null)"
+        relpath="$(cd "$new_data" && find base -type f -size +1M | head -1)"
+        links="$(stat -c %h "$new_data/$relpath" 2>/dev/null)"
         check "$name: relation files are hard links to the old cluster's" "$links" 2
     fi
     if [[ "$variant" == precopy ]]; then
-        cp "$old/sno_generator.state" "$new/sno_generator.state"
-        chown postgres: "$new/sno_generator.state"
-        chmod 600 "$new/sno_generator.state"
+        cp "$old_data/sno_generator.state" "$new_data/sno_generator.state"
+        chown postgres: "$new_data/sno_generator.state"
+        chmod 600 "$new_data/sno_generator.state"
     fi
 
     # The new server's clock: 5 s behind the last ID the old one made.
     local offset
     offset="$(awk -v last="$old_last" -v now="$(date +%s.%N)" \
         'BEGIN { d = now - last + 5; printf "%d", (d == int(d)) ? d : int(d) + 1 }')"
-    start "$new_bin" "$new" "$new_port" "-${offset}s" || { bad "$name: the new server did not start"; return; }
-    nq=(q "$new_bin" "$new_port")
+    start "$new" "-${offset}s" || { bad "$name: the new server did not start"; return; }
+    nq=(q "$new")
 
     check "$name: the old rows are identical (md5 of ordered rows and partitions)" \
         "$("${nq[@]}" -At -c "$DIGEST")" "$old_digest"
@@ -327,8 +315,7 @@ run_case_body() {
         else
             bad "$name: a generator without its state repeated no ID ('$dups'): this test could not see repeats"
         fi
-        stop "$new_bin" "$new" || bad "$name: the new server did not stop"
-        [[ -n "${SNO_KEEP:-}" ]] || rm -rf "$dir"
+        stop "$new" || bad "$name: the new server did not stop"
         return
         ;;
     hint)
@@ -342,10 +329,10 @@ run_case_body() {
         # Follow it: the file (named in the ERROR) from the old data directory, then the command.
         file="$(sed -n 's/^ERROR:  .*("\([^"]*\)" in the data directory).*/\1/p' <<<"$out")"
         cmd="$(sed -n 's/^If the file was moved away, put it back (after pg_upgrade: copy the one in the old data directory) and run \(SELECT [^;]*;\) as a superuser;.*/\1/p' <<<"$hint")"
-        if [[ -n "$file" && -f "$old/$file" && -n "$cmd" ]]; then
-            cp "$old/$file" "$new/$file"
-            chown postgres: "$new/$file"
-            chmod 600 "$new/$file"
+        if [[ -n "$file" && -f "$old_data/$file" && -n "$cmd" ]]; then
+            cp "$old_data/$file" "$new_data/$file"
+            chown postgres: "$new_data/$file"
+            chmod 600 "$new_data/$file"
             # initialize judges at once: the take-over WARNING (checked below in the server
             # log) goes to the session that runs it, nothing else does.
             local ierr="$dir/initialize.err"
@@ -359,13 +346,13 @@ run_case_body() {
         ;;
     precopy)
         check "$name: the copied state file was adopted at start" \
-            "$(grep -c "sno: adopting the generator state of the cluster with system identifier $old_sysid (pg_upgrade)" "$new.log")" 1
+            "$(grep -c "sno: adopting the generator state of the cluster with system identifier $old_sysid (pg_upgrade)" "$(node_log "$new")")" 1
         ;;
     esac
 
     # 50,000 more rows into the same tables, from a clock 5 s behind the old IDs.
     local err="$dir/batch2.err"
-    if batch "$new_bin" "$new_port" 2 2>"$err"; then
+    if batch "$new" 2 2>"$err"; then
         echo "ok: $name: $((ROWS_MAIN + ROWS_PART)) more rows made with sno_generate"
     else
         bad "$name: making rows after the upgrade failed: $(cat "$err")"
@@ -379,10 +366,10 @@ run_case_body() {
         # worker at start.
         local takeover="WARNING:  sno: partition 7 was used before this server's promotion, point-in-time restore or upgrade"
         check "$name: partition 7 taken over from the old cluster (one WARNING, in the server log)" \
-            "$(grep -c "$takeover" "$new.log")" 1
+            "$(grep -c "$takeover" "$(node_log "$new")")" 1
         check "$name: no other WARNING while making IDs" "$(grep WARNING "$err" | grep -vc "$takeover")" 0
         check "$name: the state file now names the new cluster" \
-            "$(sed -n 's/^system_identifier=//p' "$new/sno_generator.state")" \
+            "$(sed -n 's/^system_identifier=//p' "$new_data/sno_generator.state")" \
             "$("${nq[@]}" -At -c "SELECT system_identifier FROM sno_generator")"
     fi
     local total=$((2 * IDS_PER_BATCH))
@@ -482,9 +469,8 @@ run_case_body() {
     plan="$("${nq[@]}" -At -c "EXPLAIN (COSTS OFF) $(head -1 "$sample")")"
     check "$name: WHERE id = x is pruned to one partition" "$(grep -c 't_part_[0-3]' <<<"$plan")" 1
 
-    stop "$new_bin" "$new" || bad "$name: the new server did not stop"
+    stop "$new" || bad "$name: the new server did not stop"
     echo "ok: $name: done ($((SECONDS - t0)) s)"
-    [[ -n "${SNO_KEEP:-}" ]] || rm -rf "$dir"
 }
 
 t_start=$SECONDS
@@ -507,4 +493,4 @@ for c in ${SNO_UPGRADE_CASES:-copy:derived:none copy:explicit:hint copy:explicit
     run_case "$mode" "$kind" "$variant"
 done
 echo "pg_upgrade test: $((SECONDS - t_start)) s"
-exit $fail
+exit "$fail"
