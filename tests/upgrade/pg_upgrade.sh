@@ -113,19 +113,22 @@ q() {
     "$bin/psql" -X -q -v ON_ERROR_STOP=1 -h "$work" -p "$port" -U postgres -d sno_upgrade "$@"
 }
 
-# batch BINDIR PORT N [CHUNKS]: rows of batch N, every sno column made by sno_generate
-# (t_main.id by its DEFAULT), in CHUNKS statements 0.5 s apart (so that the IDs span time).
+# batch BINDIR PORT N: rows of batch N, every sno column made by sno_generate (t_main.id by
+# its DEFAULT), 30 + 20 rows at a time with a 5 ms pause between: about 6 s during which
+# nearly every 4 ms unit gets IDs. Dense, so that a clock set back into that time meets units
+# that hold old IDs (bursts with long pauses between them can miss each other).
 batch() {
-    local chunks="${4:-1}" args=() i lo hi
-    for ((i = 0; i < chunks; i++)); do
-        ((i > 0)) && args+=(-c "SELECT pg_sleep(0.5)")
-        lo=$((i * ROWS_MAIN / chunks + 1)) hi=$(((i + 1) * ROWS_MAIN / chunks))
-        args+=(-c "INSERT INTO t_main (ref, seen, batch, n, note)
-                   SELECT sno_generate(2), sno_generate(4), $3, g, 'row ' || g FROM generate_series($lo, $hi) g")
-        lo=$((i * ROWS_PART / chunks + 1)) hi=$(((i + 1) * ROWS_PART / chunks))
-        args+=(-c "INSERT INTO t_part SELECT sno_generate(3), $3, g FROM generate_series($lo, $hi) g")
-    done
-    q "$1" "$2" "${args[@]}" -c "ANALYZE t_main, t_part" >/dev/null
+    local per_main=$((ROWS_MAIN / 1000)) per_part=$((ROWS_PART / 1000))
+    q "$1" "$2" -c "DO \$\$ BEGIN
+        FOR c IN 0..999 LOOP
+            INSERT INTO t_main (ref, seen, batch, n, note)
+                SELECT sno_generate(2), sno_generate(4), $3, g, 'row ' || g
+                FROM generate_series(c * $per_main + 1, (c + 1) * $per_main) g;
+            INSERT INTO t_part SELECT sno_generate(3), $3, g
+                FROM generate_series(c * $per_part + 1, (c + 1) * $per_part) g;
+            PERFORM pg_sleep(0.005);
+        END LOOP;
+    END \$\$" -c "ANALYZE t_main, t_part" >/dev/null
 }
 
 # ids_of N: every ID of batch N, as a subquery with column x.
@@ -212,7 +215,7 @@ CREATE TABLE t_part_2 PARTITION OF t_part FOR VALUES WITH (MODULUS 4, REMAINDER 
 CREATE TABLE t_part_3 PARTITION OF t_part FOR VALUES WITH (MODULUS 4, REMAINDER 3);
 SQL
     # Over 6 s or so: the new server's clock, 5 s behind the last of them, is among them.
-    batch "$old_bin" "$old_port" 1 13 || return 1
+    batch "$old_bin" "$old_port" 1 || return 1
     local got
     got="$(q "$old_bin" "$old_port" -At -c "SELECT count(*), count(DISTINCT x) FROM $ALL_IDS")"
     [[ "$got" == "$IDS_PER_BATCH|$IDS_PER_BATCH" ]] || { bad "old cluster: $got IDs, want $IDS_PER_BATCH distinct"; return 1; }
@@ -242,6 +245,8 @@ shared_units() {
         echo "ok: $1: the new server's clock was behind: $n of the new IDs' 4 ms units hold old IDs too"
     else
         bad "$1: no 4 ms unit holds both old and new IDs ('$n'): the new clock was not among the old IDs"
+        "${nq[@]}" -At -c "SELECT 'old', min(sno_time(x)), max(sno_time(x)) FROM $(ids_of 1)
+            UNION ALL SELECT 'new', min(sno_time(x)), max(sno_time(x)) FROM $(ids_of 2)" | sed 's/^/    /'
     fi
 }
 
