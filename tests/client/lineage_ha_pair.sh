@@ -70,8 +70,9 @@ run() {
     echo "    failover 2: $nb stops, $na is promoted"
     node_stop "$nb" fast
     if [[ "$v" == unfenced* ]]; then
-        # A's clock 3 s into the window of its IDs that B never received.
-        node_clock "$na" "$((lost0 + 3 - $(date +%s)))s"
+        # A's clock 1 s into the 5 s window of its IDs that B never received when node_clock
+        # returns (it waits 2 s for a running node to read the new offset).
+        node_clock "$na" "$((lost0 - 1 - $(date +%s)))s"
     fi
     node_promote "$na"
     node_gen "$na" promoted 3000
