@@ -8,18 +8,8 @@ use serde::{Deserialize, Serialize};
 use sno::id::layout::LEN;
 use sno::Sno;
 
-fn hex(s: &str) -> Vec<u8> {
-    assert!(s.len() % 2 == 0, "odd hex {s:?}");
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).expect("hex digit"))
-        .collect()
-}
-
-fn rows(csv: &str) -> Vec<&str> {
-    // The first line is the header; the files end with a newline.
-    csv.lines().skip(1).filter(|l| !l.is_empty()).collect()
-}
+mod common;
+use common::{hex, rows};
 
 /// (bytes, encoded) of every row of tests/data/ids.csv.
 fn go_ids() -> Vec<([u8; LEN], String)> {

@@ -7,18 +7,8 @@ use sno::id::encoding::{decode, encode, DecodeError, TEXT_LEN};
 use sno::id::layout::{Sno, LEN};
 use sno::id::time::units_to_unix_millis;
 
-fn hex(s: &str) -> Vec<u8> {
-    assert!(s.len() % 2 == 0, "odd hex {s:?}");
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).expect("hex digit"))
-        .collect()
-}
-
-fn rows(csv: &str) -> Vec<&str> {
-    // The first line is the header; the files end with a newline.
-    csv.lines().skip(1).filter(|l| !l.is_empty()).collect()
-}
+mod common;
+use common::{hex, rows};
 
 #[test]
 fn every_go_id_decodes_encodes_and_reports_the_same_fields() {

@@ -1,0 +1,15 @@
+//! Helpers shared by the tests that read the Go library's vectors (`tests/data/*.csv`).
+
+/// Bytes from a hex string.
+pub fn hex(s: &str) -> Vec<u8> {
+    assert!(s.len() % 2 == 0, "odd hex {s:?}");
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).expect("hex digit"))
+        .collect()
+}
+
+/// The data lines of a CSV file: the first line is the header; the files end with a newline.
+pub fn rows(csv: &str) -> Vec<&str> {
+    csv.lines().skip(1).filter(|l| !l.is_empty()).collect()
+}
