@@ -89,6 +89,9 @@ fn every_bad_input_is_rejected() {
                 assert_eq!(input.len(), TEXT_LEN, "{case}");
                 assert_eq!(input[position], byte, "{case}");
             }
+            Err(e) => panic!("{case}: the 16-character decoder gave a bytea-form error {e:?}"),
         }
+        // The SQL input refuses it too.
+        assert!(sno::id::encoding::parse(&input).is_err(), "{case}");
     }
 }

@@ -47,6 +47,24 @@ SELECT input, pg_temp.err(format('SELECT %L::sno', input)) FROM (VALUES
 -- An embedded NUL cannot reach sno_in through SQL text; through bytea it is just a byte.
 SELECT pg_temp.err($$SELECT sno('\x6272706b34713732007766326d36336c'::bytea)$$);
 
+-- The bytea hex form: \x and exactly 20 hex digits of either case (what pgx and node-postgres
+-- send for a byte-array parameter); output stays the 16 characters.
+SELECT '\x4e6f2160a0ff9a0a1033'::sno AS lower, '\x4E6F2160A0FF9A0A1033'::sno AS upper,
+       '\x4e6f2160a0ff9a0a1033'::sno = 'brpk4q72xwf2m63l' AS same;
+SELECT input, pg_temp.err(format('SELECT %L::sno', input)) FROM (VALUES
+    ('\x'),
+    ('\x4e6f2160a0ff9a0a10'),
+    ('\x4e6f2160a0ff9a0a103300'),
+    ('\x4e6f2160a0ff9a0a103g'),
+    ('\X4e6f2160a0ff9a0a1033'),
+    ('\x4e6f 2160a0ff9a0a1033'),
+    ('\x4e6f 160a0ff9a0a1033'),
+    (' \x4e6f2160a0ff9a0a1033'),
+    ('\x4e6f2160a0ff9a0a1033 '),
+    ('\\x4e6f2160a0ff9a0a1033'),
+    ('\116o!`\240\377\232\012\0203')
+) AS bad(input);
+
 -- text casts (automatic I/O conversion) follow the same rules.
 SELECT 'brpk4q72xwf2m63l'::text::sno, ('brpk4q72xwf2m63l'::sno)::text;
 SELECT pg_temp.err($$SELECT 'nope'::text::sno$$);

@@ -7,6 +7,12 @@
 //! Input is stricter than muyo/sno's decoder, which checks only the length: exactly 16
 //! characters from the alphabet, where upper-case `A`..`X` stand for their lower-case letters.
 //! Every accepted string decodes to exactly one ID; output is always lower case.
+//!
+//! The SQL input ([`parse`]) also takes the 10 bytes in PostgreSQL's bytea hex form, `\x`
+//! followed by exactly 20 hex digits (`0-9`, `a-f`, `A-F`), which is what drivers send for a
+//! byte-array parameter in text (pgx, node-postgres). It cannot be mistaken for the 16
+//! characters: `\` is not in the alphabet. Nothing else of bytea's input is taken: no
+//! upper-case `\X`, no white space, no escape format.
 
 use crate::id::layout::{Sno, LEN};
 
@@ -34,14 +40,29 @@ const DECODE: [u8; 256] = {
     t
 };
 
+/// Number of hex digits of the bytea hex form.
+pub const HEX_DIGITS: usize = 2 * LEN;
+
 /// Why a string is not a sno ID.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum DecodeError {
     /// The input is not 16 bytes long; holds its length in bytes.
     Length(usize),
     /// The byte at this zero-based position is not in the alphabet.
     Char {
         /// Zero-based byte offset.
+        position: usize,
+        /// The offending byte.
+        byte: u8,
+    },
+    /// Input starting with `\` but not with `\x` (only the bytea hex form starts so).
+    HexPrefix,
+    /// The bytea hex form with other than 20 hex digits; holds the number of bytes after `\x`.
+    HexLength(usize),
+    /// The byte at this zero-based position of the bytea hex form is not a hex digit.
+    HexChar {
+        /// Zero-based byte offset in the whole input.
         position: usize,
         /// The offending byte.
         byte: u8,
@@ -66,19 +87,73 @@ impl core::fmt::Display for DecodeError {
                 "Byte 0x{byte:02x} at position {} is not one of 2-9, a-x.",
                 position + 1
             ),
+            DecodeError::HexPrefix => write!(
+                f,
+                "Only a lower-case \\x starts the bytea hex form of a sno ID (\\x and {HEX_DIGITS} hex digits)."
+            ),
+            DecodeError::HexLength(n) => write!(
+                f,
+                "The bytea hex form of a sno ID is \\x and exactly {HEX_DIGITS} hex digits; the input has {n} bytes after \\x."
+            ),
+            DecodeError::HexChar { position, byte } if byte.is_ascii_graphic() => write!(
+                f,
+                "Character \"{}\" at position {} is not a hex digit.",
+                byte as char,
+                position + 1
+            ),
+            DecodeError::HexChar { position, byte } => write!(
+                f,
+                "Byte 0x{byte:02x} at position {} is not a hex digit.",
+                position + 1
+            ),
         }
     }
 }
 
 impl std::error::Error for DecodeError {}
 
-/// Parses the 16-character text form, exactly as the SQL input function does: 2-9 and a-x
-/// (upper case read as lower case), nothing trimmed.
+/// Parses what the SQL input function takes ([`parse`]): the 16 characters 2-9 and a-x (upper
+/// case read as lower case), or `\x` and 20 hex digits; nothing trimmed.
 impl core::str::FromStr for Sno {
     type Err = DecodeError;
     fn from_str(s: &str) -> Result<Sno, DecodeError> {
-        decode(s.as_bytes())
+        parse(s.as_bytes())
     }
+}
+
+/// What the SQL input function (`sno_in`) takes: the 16-character text ([`decode`]), or the 10
+/// bytes in bytea hex form, `\x` and exactly 20 hex digits of either case.
+#[inline]
+pub fn parse(s: &[u8]) -> Result<Sno, DecodeError> {
+    match s {
+        [b'\\', b'x', hex @ ..] => decode_hex(hex),
+        [b'\\', ..] => Err(DecodeError::HexPrefix),
+        _ => decode(s),
+    }
+}
+
+/// The 20 hex digits after `\x`.
+fn decode_hex(hex: &[u8]) -> Result<Sno, DecodeError> {
+    if hex.len() != HEX_DIGITS {
+        return Err(DecodeError::HexLength(hex.len()));
+    }
+    let digit = |i: usize| -> Result<u8, DecodeError> {
+        let c = hex[i];
+        match c {
+            b'0'..=b'9' => Ok(c - b'0'),
+            b'a'..=b'f' => Ok(c - b'a' + 10),
+            b'A'..=b'F' => Ok(c - b'A' + 10),
+            _ => Err(DecodeError::HexChar {
+                position: i + 2,
+                byte: c,
+            }),
+        }
+    };
+    let mut out = [0u8; LEN];
+    for (k, b) in out.iter_mut().enumerate() {
+        *b = (digit(2 * k)? << 4) | digit(2 * k + 1)?;
+    }
+    Ok(Sno(out))
 }
 
 /// Encodes an ID as 16 lower-case ASCII characters.
@@ -167,6 +242,66 @@ mod tests {
     }
 
     #[test]
+    fn the_bytea_hex_form_is_taken_exactly() {
+        let id = decode(b"brpk4q72xwf2m63l").unwrap();
+        assert_eq!(parse(b"\\x4e6f2160a0ff9a0a1033"), Ok(id));
+        assert_eq!(parse(b"\\x4E6F2160A0FF9A0A1033"), Ok(id));
+        assert_eq!(parse(b"brpk4q72xwf2m63l"), Ok(id));
+        assert_eq!("\\x4e6f2160a0ff9a0a1033".parse::<Sno>(), Ok(id));
+        // Not taken: other lengths, other digits, \X, white space, escapes.
+        assert_eq!(
+            parse(b"\\x4e6f2160a0ff9a0a10"),
+            Err(DecodeError::HexLength(18))
+        );
+        assert_eq!(
+            parse(b"\\x4e6f2160a0ff9a0a103300"),
+            Err(DecodeError::HexLength(22))
+        );
+        assert_eq!(parse(b"\\x"), Err(DecodeError::HexLength(0)));
+        assert_eq!(
+            parse(b"\\x4e6f2160a0ff9a0a103g"),
+            Err(DecodeError::HexChar {
+                position: 21,
+                byte: b'g'
+            })
+        );
+        assert_eq!(
+            parse(b"\\X4e6f2160a0ff9a0a1033"),
+            Err(DecodeError::HexPrefix)
+        );
+        assert_eq!(
+            parse(b"\\x4e6f 2160a0ff9a0a1033"),
+            Err(DecodeError::HexLength(21))
+        );
+        assert_eq!(
+            parse(b"\\x4e6f 160a0ff9a0a1033"),
+            Err(DecodeError::HexChar {
+                position: 6,
+                byte: b' '
+            })
+        );
+        assert_eq!(parse(b"\\116o!"), Err(DecodeError::HexPrefix));
+        assert_eq!(
+            DecodeError::HexChar {
+                position: 21,
+                byte: b'g'
+            }
+            .to_string(),
+            "Character \"g\" at position 22 is not a hex digit."
+        );
+        // decode alone (serde, Go's text) does not take it.
+        assert!(decode(b"\\x4e6f2160a0ff9a0a1033").is_err());
+    }
+
+    proptest! {
+        #[test]
+        fn the_hex_form_of_any_id_parses_to_it(b: [u8; LEN]) {
+            let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
+            prop_assert_eq!(parse(format!("\\x{hex}").as_bytes()), Ok(Sno(b)));
+        }
+    }
+
+    #[test]
     fn error_details_name_the_problem() {
         let e = decode(b"222222222222222_").unwrap_err();
         assert_eq!(
@@ -220,6 +355,27 @@ mod tests {
                     prop_assert_eq!(DECODE[byte as usize], INVALID);
                     prop_assert!(s[..position].iter().all(|&c| DECODE[c as usize] != INVALID));
                 }
+                Err(e) => prop_assert!(false, "decode gave a hex-form error: {e:?}"),
+            }
+        }
+
+        #[test]
+        fn arbitrary_input_to_parse_never_panics_and_is_one_of_the_two_forms(s in proptest::collection::vec(any::<u8>(), 0..26)) {
+            match parse(&s) {
+                Ok(id) if s.first() == Some(&b'\\') => {
+                    let hex: String = id.0.iter().map(|x| format!("{x:02x}")).collect();
+                    prop_assert_eq!(format!("\\x{hex}").into_bytes(), s.to_ascii_lowercase());
+                }
+                Ok(id) => prop_assert_eq!(encode(&id).to_vec(), s.to_ascii_lowercase()),
+                Err(DecodeError::HexPrefix) => prop_assert!(s[0] == b'\\' && s.get(1) != Some(&b'x')),
+                Err(DecodeError::HexLength(n)) => prop_assert!(s.starts_with(b"\\x") && n == s.len() - 2 && n != HEX_DIGITS),
+                Err(DecodeError::HexChar { position, byte }) => {
+                    prop_assert!(s.starts_with(b"\\x") && s.len() == 2 + HEX_DIGITS);
+                    prop_assert_eq!(s[position], byte);
+                    prop_assert!(!byte.is_ascii_hexdigit());
+                    prop_assert!(s[2..position].iter().all(u8::is_ascii_hexdigit));
+                }
+                Err(_) => prop_assert!(s.first() != Some(&b'\\')),
             }
         }
     }

@@ -5,7 +5,7 @@
 //! exactly the 10 raw bytes, as for `uuid`. A wrong length is always an error, never a silent
 //! truncation.
 
-use crate::id::encoding::{decode, encode, TEXT_LEN};
+use crate::id::encoding::{encode, parse, TEXT_LEN};
 use crate::id::layout::{Sno, LEN};
 use crate::pg::errors::{self, Problem};
 use crate::pg::fmgr::{arg, arg_sno, finfo_v1, sno_datum};
@@ -29,7 +29,7 @@ finfo_v1!(
 #[no_mangle]
 pub unsafe extern "C-unwind" fn sno_in(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
     let text = core::ffi::CStr::from_ptr(arg(fcinfo, 0).cast_mut_ptr()).to_bytes();
-    match decode(text) {
+    match parse(text) {
         Ok(id) => sno_datum(id),
         Err(e) => {
             Problem::InvalidText {
