@@ -3,7 +3,7 @@
 Needs SNO_TEST_DSN (a database with CREATE EXTENSION sno in public) and SNO_TEST_DSN_EXT (one
 with the extension in schema ext, not on search_path); tests/client/drivers_python.sh sets
 both up. Prints an ok:/FAIL: line per case, then that every recipe block of the test files is
-in the README (or RECIPES.md until the recipes move there) word for word, then
+in the README word for word, then
 'N passed, N failed'. Exits 1 if anything failed.
 """
 
@@ -37,9 +37,9 @@ def recipes():
 
 
 def check_docs():
-    """Every recipe block is in README.md, else in RECIPES.md; returns (passed, failed)."""
+    """Every recipe block is in README.md word for word; returns (passed, failed)."""
     docs = []
-    for path in (os.path.join(ROOT, "README.md"), os.path.join(HERE, "RECIPES.md")):
+    for path in (os.path.join(ROOT, "README.md"),):
         if os.path.exists(path):
             with open(path) as f:
                 docs.append((os.path.relpath(path, ROOT), normalize(f.read())))
@@ -56,7 +56,7 @@ def check_docs():
             print(f"ok: recipe {name} ({file}) is word for word in {where[0]}")
             passed += 1
         else:
-            print(f"FAIL: recipe {name} ({file}) is not word for word in README.md or RECIPES.md")
+            print(f"FAIL: recipe {name} ({file}) is not word for word in README.md")
             failed += 1
     if not seen:
         print("FAIL: no recipe blocks found in the test files")
