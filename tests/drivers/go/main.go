@@ -3,7 +3,7 @@
 // For each case of issue 9 (insert with DEFAULT sno_generate(1), a client-made ID as text and
 // as the 10 raw bytes, reads as text and binary, sno[] both ways, an ID as a WHERE parameter)
 // it runs either the plain code (works out of the box), the recipe (recipes.go, the README's
-// blocks in readme_blocks.go; RECIPES.md has the proposed README text), or the plain code that
+// blocks in readme_blocks.go; the README section "Go: lib/pq and pgx v4" shows them), or the plain code that
 // fails, asserting that it still fails the documented way (the README's traps).
 //
 // Usage: sno-drivers-go DSN   (a key=value DSN for lib/pq and pgx, e.g.
