@@ -9,7 +9,7 @@ use sno::id::layout::LEN;
 use sno::Sno;
 
 mod common;
-use common::{hex, rows};
+use common::{bad_inputs, hex, rows};
 
 /// (bytes, encoded) of every row of tests/data/ids.csv.
 fn go_ids() -> Vec<([u8; LEN], String)> {
@@ -179,16 +179,7 @@ fn binary_format_rejects_other_lengths_and_reads_a_sequence() {
 
 #[test]
 fn every_bad_input_is_rejected_by_json() {
-    let rows = rows(include_str!("data/decode_bad.csv"));
-    assert!(
-        rows.len() >= 16,
-        "expected the whole file, got {} rows",
-        rows.len()
-    );
-    for row in rows {
-        // The case name may hold quoted commas; the input is the last field.
-        let (case, input_hex) = row.rsplit_once(',').expect("two fields");
-        let input = hex(input_hex);
+    for (case, input) in bad_inputs() {
         // JSON strings are UTF-8 text: every case is, so each is a JSON string literal.
         let text = String::from_utf8(input).expect("the bad inputs are UTF-8");
         let json = serde_json::to_string(&text).unwrap();

@@ -8,7 +8,7 @@ use sno::id::layout::{Sno, LEN};
 use sno::id::time::units_to_unix_millis;
 
 mod common;
-use common::{hex, rows};
+use common::{bad_inputs, hex, rows};
 
 #[test]
 fn every_go_id_decodes_encodes_and_reports_the_same_fields() {
@@ -68,17 +68,7 @@ fn every_go_id_decodes_encodes_and_reports_the_same_fields() {
 
 #[test]
 fn every_bad_input_is_rejected() {
-    let data = include_str!("data/decode_bad.csv");
-    let rows = rows(data);
-    assert!(
-        rows.len() >= 16,
-        "expected the whole file, got {} rows",
-        rows.len()
-    );
-    for row in rows {
-        // The case name may hold quoted commas; the input is the last field.
-        let (case, input_hex) = row.rsplit_once(',').expect("two fields");
-        let input = hex(input_hex);
+    for (case, input) in bad_inputs() {
         match decode(&input) {
             Ok(id) => panic!("{case}: accepted {input:?} as {id}"),
             Err(DecodeError::Length(n)) => {

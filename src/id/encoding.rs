@@ -69,6 +69,30 @@ pub enum DecodeError {
     },
 }
 
+/// "Character "c" at position n is not WHAT." (1-based), or the byte in hex when it is not a
+/// printable ASCII character.
+fn bad_byte(
+    f: &mut core::fmt::Formatter<'_>,
+    position: usize,
+    byte: u8,
+    what: &str,
+) -> core::fmt::Result {
+    if byte.is_ascii_graphic() {
+        write!(
+            f,
+            "Character \"{}\" at position {} is not {what}.",
+            byte as char,
+            position + 1
+        )
+    } else {
+        write!(
+            f,
+            "Byte 0x{byte:02x} at position {} is not {what}.",
+            position + 1
+        )
+    }
+}
+
 impl core::fmt::Display for DecodeError {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match *self {
@@ -76,17 +100,7 @@ impl core::fmt::Display for DecodeError {
                 f,
                 "A sno ID is exactly 16 characters from 2-9, a-x; the input has {n} bytes."
             ),
-            DecodeError::Char { position, byte } if byte.is_ascii_graphic() => write!(
-                f,
-                "Character \"{}\" at position {} is not one of 2-9, a-x.",
-                byte as char,
-                position + 1
-            ),
-            DecodeError::Char { position, byte } => write!(
-                f,
-                "Byte 0x{byte:02x} at position {} is not one of 2-9, a-x.",
-                position + 1
-            ),
+            DecodeError::Char { position, byte } => bad_byte(f, position, byte, "one of 2-9, a-x"),
             DecodeError::HexPrefix => write!(
                 f,
                 "Only a lower-case \\x starts the bytea hex form of a sno ID (\\x and {HEX_DIGITS} hex digits)."
@@ -95,17 +109,7 @@ impl core::fmt::Display for DecodeError {
                 f,
                 "The bytea hex form of a sno ID is \\x and exactly {HEX_DIGITS} hex digits; the input has {n} bytes after \\x."
             ),
-            DecodeError::HexChar { position, byte } if byte.is_ascii_graphic() => write!(
-                f,
-                "Character \"{}\" at position {} is not a hex digit.",
-                byte as char,
-                position + 1
-            ),
-            DecodeError::HexChar { position, byte } => write!(
-                f,
-                "Byte 0x{byte:02x} at position {} is not a hex digit.",
-                position + 1
-            ),
+            DecodeError::HexChar { position, byte } => bad_byte(f, position, byte, "a hex digit"),
         }
     }
 }

@@ -13,3 +13,20 @@ pub fn hex(s: &str) -> Vec<u8> {
 pub fn rows(csv: &str) -> Vec<&str> {
     csv.lines().skip(1).filter(|l| !l.is_empty()).collect()
 }
+
+/// Every row of `tests/data/decode_bad.csv` as (case, input bytes), checked to be the whole file.
+pub fn bad_inputs() -> Vec<(&'static str, Vec<u8>)> {
+    let rows = rows(include_str!("../data/decode_bad.csv"));
+    assert!(
+        rows.len() >= 16,
+        "expected the whole file, got {} rows",
+        rows.len()
+    );
+    rows.into_iter()
+        .map(|row| {
+            // The case name may hold quoted commas; the input is the last field.
+            let (case, input_hex) = row.rsplit_once(',').expect("two fields");
+            (case, hex(input_hex))
+        })
+        .collect()
+}
