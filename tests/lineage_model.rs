@@ -107,7 +107,7 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 use sno::generator::lineage::{start_timeline, ticks, Refusal, State, UPGRADED};
 use sno::generator::state_file::{decode, decode_record, encode, encode_record, Persisted};
-use sno::generator::timeline::{derived_partition, Grant, Local, Timeline};
+use sno::generator::timeline::{derived_partition, Cursor, Grant, Timeline};
 use sno::id::layout::{Sno, MAX_UNITS};
 use std::cell::RefCell;
 use std::collections::{BTreeSet, HashMap, HashSet};
@@ -394,12 +394,13 @@ struct Use {
     claim: Option<usize>,
 }
 
-/// One backend: its lease, and the partition fixed when the lease was installed.
+/// One backend: the partition it read under the lock, and the epoch it read it in (the
+/// glue's `Backend`; its fast path takes from the shared cursor only while the epoch holds).
 #[derive(Clone, Copy, Debug, Default)]
 struct Backend {
-    local: Local,
     partition: u16,
     use_: Use,
+    epoch: u64,
 }
 
 /// The shared memory of a running server (`Shared` and `Guarded` in the glue) and what it
@@ -408,6 +409,11 @@ struct Backend {
 struct Mem {
     st: State,
     tl: Timeline,
+    /// The shared cursor (`Shared::cursor`).
+    cursor: Cursor,
+    /// Bumped whenever the judged partition or the timeline may have changed under the
+    /// backends (`Shared::epoch`); starts above every backend's.
+    epoch: u64,
     status: Status,
     judged: (u32, i32),
     dirty: bool,
@@ -425,6 +431,8 @@ impl Mem {
         Mem {
             st: State::fresh(sysid, 0, 0, 0),
             tl: Timeline::new(),
+            cursor: Cursor::new(),
+            epoch: 1,
             status: Status::Missing,
             judged: (u32::MAX, -1),
             dirty: false,
@@ -1100,7 +1108,10 @@ impl World {
                 }
                 self.note(|| format!("judge {x}: {j:?} incarnation {}", st.incarnation));
                 let m = &mut self.servers[x].mem;
-                m.tl.absorb(j.absorb);
+                // As the glue's `judge`: the cursor closed (absorb) and the epoch bumped, so
+                // no backend goes on with what it read before.
+                m.tl.absorb(j.absorb, &m.cursor);
+                m.epoch += 1;
                 m.dirty |= j.changed;
                 m.st = st;
                 m.partition = j.partition;
@@ -1188,6 +1199,9 @@ impl World {
         }
         if self.judge(x, false).is_ok() && self.servers[x].mem.dirty {
             self.persist(x);
+        } else if self.servers[x].mem.tl.due(AHEAD, MARGIN).is_some() {
+            // The worker's renewal of the horizon (`renew`), ahead of need.
+            self.persist(x);
         }
     }
 
@@ -1224,6 +1238,9 @@ impl World {
         self.learn(x, stream, serial);
         self.servers[x].last_rec = Some(serial);
         self.servers[x].rec_end = self.servers[x].wal.len();
+        // `wal::make_durable`: the record is flushed before anything it covers is handed out.
+        let s = &mut self.servers[x];
+        s.flushed = s.flushed.max(s.rec_end);
         let m = &mut self.servers[x].mem;
         m.st = st;
         m.tl.written(p);
@@ -1243,7 +1260,8 @@ impl World {
         let mut st = m.st;
         st.replay(rec.incarnation, rec.timeline, &rec.partitions, rec.bound);
         if rec.incarnation == st.incarnation {
-            m.tl.absorb(rec.bound);
+            m.tl.absorb(rec.bound, &m.cursor);
+            m.epoch += 1;
         }
         let status = m.status;
         m.st = st;
@@ -1314,57 +1332,40 @@ impl World {
     /// One ID from backend `b`: the fast path, or the glue's `generate_slow`.
     fn gen_one(&mut self, x: usize, b: usize) -> Result<(), Refused> {
         let now = self.clock(x);
-        if let Some((u, t, q)) = self.servers[x].mem.backends[b].local.next(now) {
-            self.issue(x, b, u, t, q);
-            return Ok(());
+        {
+            let m = &self.servers[x].mem;
+            if let Some((u, t, q)) = m.cursor.take(now) {
+                if m.epoch == m.backends[b].epoch {
+                    self.issue(x, b, u, t, q);
+                    return Ok(());
+                }
+            }
         }
         let mut waited = 0;
         loop {
             self.judge(x, false)?;
             let now = self.clock(x);
-            let (grant, write) = {
+            let grant = {
                 let m = &mut self.servers[x].mem;
-                if m.backends[b].local.has(now) && !m.dirty {
-                    let lease = m.backends[b].local.lease;
-                    (
-                        Grant::Lease {
-                            lease,
-                            flipped: false,
-                        },
-                        false,
-                    )
-                } else {
-                    let want = m.backends[b].local.want(now);
-                    let g = m.tl.lease(now, want);
-                    let write = matches!(g, Grant::Lease { .. })
-                        && (m.dirty || m.tl.due(AHEAD, MARGIN).is_some());
-                    (g, write)
-                }
+                let dirty = m.dirty;
+                m.tl.advance(&m.cursor, now, dirty)
             };
-            if write {
-                self.persist(x);
-            }
             match grant {
-                Grant::Lease { lease, .. } => {
+                // `persist` flushes the lineage record before the cursor may serve what it
+                // covers (`wal::make_durable`).
+                Grant::Write { .. } => self.persist(x),
+                Grant::Open { .. } => {
                     let m = &mut self.servers[x].mem;
-                    let (partition, cur) = (m.partition, m.cur);
+                    let (partition, cur, epoch) = (m.partition, m.cur, m.epoch);
                     let bk = &mut m.backends[b];
-                    if lease != bk.local.lease {
-                        bk.local.install(lease);
-                        bk.partition = partition;
-                        bk.use_ = cur;
+                    bk.partition = partition;
+                    bk.use_ = cur;
+                    bk.epoch = epoch;
+                    // Another backend may use the unit up in between: then the slow path again.
+                    if let Some((u, t, q)) = m.cursor.take(now) {
+                        self.issue(x, b, u, t, q);
+                        return Ok(());
                     }
-                    // `wal::make_durable`: the last lineage record is flushed (and confirmed
-                    // by synchronous standbys) before the ID leaves.
-                    let s = &mut self.servers[x];
-                    s.flushed = s.flushed.max(s.rec_end);
-                    let bk = &mut s.mem.backends[b];
-                    let Some((u, t, q)) = bk.local.next(now) else {
-                        self.fail(format!("server {x}: a fresh lease gave no ID"));
-                        return Err(Refused::Clock);
-                    };
-                    self.issue(x, b, u, t, q);
-                    return Ok(());
                 }
                 Grant::FullUnit { until } | Grant::ClockBehind { until } => {
                     if until <= now {
@@ -1528,8 +1529,10 @@ impl World {
                 }
                 self.stats.adopted_mine += adopted_mine;
                 let s = &mut self.servers[x];
+                s.mem.tl.close(&s.mem.cursor);
+                s.mem.epoch += 1;
                 let mut tl = Timeline::restore(f.me);
-                tl.absorb(s.mem.tl.durable());
+                tl.absorb(s.mem.tl.durable(), &s.mem.cursor);
                 s.mem.tl = tl;
                 s.mem.st = f;
                 s.mem.judged = (u32::MAX, -1);

@@ -38,7 +38,7 @@ SELECT count(*), count(DISTINCT id), min(sno_meta(id)), max(sno_meta(id)) FROM g
 
 -- The generator view.
 SELECT partition = sno_current_partition() AS same_partition, partition_source, tick, regressions,
-       ids_issued >= 210002 AS counted, leases > 0 AS leased, high_water IS NOT NULL AS has_high_water
+       ids_issued >= 210002 AS counted, units_opened > 0 AS opened, high_water IS NOT NULL AS has_high_water
 FROM sno_generator;
 SELECT count(*) >= 1 AS this_backend_listed FROM sno_generator_backends WHERE pid = pg_backend_pid() AND ids_issued >= 210002;
 

@@ -1,41 +1,41 @@
-//! The generator state machine: a server-wide timeline that hands out blocks ("leases") of
-//! sequence numbers, and the per-backend state that spends them.
+//! The generator state machine: a server-wide timeline, and the shared cursor that hands out
+//! its sequence numbers one at a time.
 //!
 //! Pure Rust, no PostgreSQL, no clock: every function takes the current time (in 4 ms units)
 //! as an argument, so tests drive it with a fake clock that jumps backwards.
 //!
-//! Design: per-unit block leases.
+//! Design: one shared cursor per server, so IDs are numbered in the order they are made.
 //! * The [`Timeline`] lives in shared memory behind a lock. It holds the high-water unit of the
-//!   current timeline, the next free sequence number of that unit, the tick-tock state and the
-//!   safe mark. Unit and sequence are updated together, under the lock (muyo/sno updates them
+//!   current timeline, the tick-tock state, the safe mark and the durable horizon last written.
+//! * The [`Cursor`] is one 64-bit atomic word beside it: the unit it serves, its tick-tock bit
+//!   and the next sequence number of that unit. A backend makes an ID with one atomic
+//!   increment of the word ([`Cursor::take`]), no lock, as long as the clock reads the word's
+//!   unit. Unit, tick and sequence number change together, in one word (muyo/sno updates them
 //!   separately and can repeat a sequence number under concurrency).
-//! * A backend takes a [`Lease`]: an exclusive range of sequence numbers of one (unit, tick).
-//!   It spends the range with no shared access at all ([`Local::next`]) while the clock stays
-//!   in that unit. A new unit, or a used-up range, sends it back to the timeline.
-//! * Lease sizes adapt ([`Local::want`]): [`MIN_BLOCK`] at the start of a unit, then as many
-//!   as the backend has already used up in that unit (its total doubles), up to [`MAX_BLOCK`].
-//!   One backend alone reaches the whole pool of a unit (65,536) with 24 trips to the lock;
-//!   sixteen busy backends get 4,096 each; a backend making one ID per transaction leaves at
-//!   most 15 numbers of a unit unused.
+//! * The first backend to read a new unit (or to find the word used up) takes the lock and
+//!   asks the timeline ([`Timeline::advance`]): it closes the word, decides the next unit,
+//!   flip or wait, and opens the word on the new unit only once the durable state on disk
+//!   covers it. So the cursor never serves an ID past the horizon on disk.
+//! * Why one counter and not per-backend blocks: with blocks, concurrent backends spend
+//!   interleaved ranges of a unit, so keys reach the primary-key index out of order and its
+//!   rightmost leaf splits in the middle, leaving half-empty pages behind (an index as large as
+//!   one on random UUIDs). Numbered in the order they are made, concurrent inserts append.
 //! * Clock regressions follow muyo/sno's tick-tock rule: the first one
 //!   flips T at once; one into time already used on the current timeline waits.
 
 /// Sequence numbers per unit and partition.
 pub const POOL: u32 = 1 << 16;
-/// Smallest lease: what a backend takes first in a unit.
-pub const MIN_BLOCK: u32 = 16;
-/// Largest lease: a sixteenth of the pool, so sixteen busy backends share a unit fairly.
-pub const MAX_BLOCK: u32 = POOL / 16;
 
 /// The server-wide timeline. `#[repr(C)]` because it lives in shared memory.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Timeline {
-    /// High-water mark (muyo/sno's `wallHi`): the latest unit leased on the current timeline.
+    /// High-water mark (muyo/sno's `wallHi`): the latest unit opened on the current timeline.
     pub hi: u64,
-    /// Next free sequence number of unit `hi`; [`POOL`] once the unit is used up.
+    /// Next free sequence number of unit `hi` when the cursor was last closed ([`Timeline::close`]
+    /// brings it up to date); [`POOL`] once the unit is used up.
     pub next: u32,
-    /// Every unit ever leased on the *other* timeline is `<= safe` (`wallSafe`); -1 when the
+    /// Every unit ever opened on the *other* timeline is `<= safe` (`wallSafe`); -1 when the
     /// other timeline has never been used.
     pub safe: i64,
     /// Clock regressions turned into a tick-tock flip. The current tick is `drifts & 1`.
@@ -47,27 +47,21 @@ pub struct Timeline {
     pub written_drifts: u64,
 }
 
-/// An exclusive range `next..end` of sequence numbers of one unit on one timeline.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub struct Lease {
-    /// The 4 ms unit.
-    pub unit: u64,
-    /// The tick-tock bit of the timeline the lease was made on.
-    pub tick: u8,
-    /// Next sequence number to hand out.
-    pub next: u32,
-    /// One past the last sequence number of the lease.
-    pub end: u32,
-}
-
-/// What the timeline answers to a request for a lease.
+/// What the timeline answers a backend whose clock reads a unit the cursor does not serve.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Grant {
-    /// A new lease; `flipped` when this request turned a clock regression into a new timeline.
-    Lease {
-        /// The lease.
-        lease: Lease,
-        /// Whether the tick-tock bit flipped for this lease.
+    /// The cursor serves the clock's unit: take from it.
+    Open {
+        /// Whether this request opened it (else another backend had, a moment before).
+        opened: bool,
+        /// Whether this request turned a clock regression into a new timeline.
+        flipped: bool,
+    },
+    /// The durable state must be written before the cursor may serve the clock's unit (the
+    /// horizon on disk is behind it, the tick-tock state changed, or the lineage did). The
+    /// timeline has moved (a flip stays flipped); the cursor stays closed until the write.
+    Write {
+        /// Whether this request turned a clock regression into a new timeline.
         flipped: bool,
     },
     /// Every sequence number of the current unit is taken: wait for unit `until`.
@@ -115,9 +109,10 @@ impl Timeline {
         }
     }
 
-    /// What must be written durably before the lease just granted may be used: a horizon
-    /// `ahead` units past the high-water mark once it comes within `margin` units of the
-    /// written one, or the new tick-tock state after a flip. `None`: nothing to write.
+    /// What is due to be written durably: a horizon `ahead` units past the high-water mark
+    /// once it comes within `margin` units of the written one (a renewal, written ahead of
+    /// need by the `sno lineage` worker), or the new tick-tock state after a flip. `None`:
+    /// nothing to write.
     pub fn due(&self, ahead: u64, margin: u64) -> Option<Persisted> {
         // Near the end of the format's range the horizon cannot move past its last unit:
         // once it is there, it is written once, not at every lease.
@@ -155,7 +150,9 @@ impl Timeline {
 
     /// Makes the timeline respect `b` too: every unit within it counts as used on its
     /// tick-tock timeline (what another member of the lineage made, see [`crate::generator::lineage`]).
-    pub fn absorb(&mut self, b: Persisted) {
+    /// The cursor is closed first: what it served may now be another's.
+    pub fn absorb(&mut self, b: Persisted, c: &Cursor) {
+        self.close(c);
         let t = self.tick() as usize;
         let theirs = crate::generator::lineage::ticks(&b);
         if theirs[t] >= self.hi as i64 {
@@ -171,8 +168,33 @@ impl Timeline {
         (self.drifts & 1) as u8
     }
 
-    /// Leases up to `want` sequence numbers of unit `now` (the clock, read under the lock).
-    pub fn lease(&mut self, now: u64, want: u32) -> Grant {
+    /// Whether the durable state on disk covers unit `unit` of the current timeline: the
+    /// tick-tock state was written, and the horizon is not behind `unit`.
+    #[inline]
+    pub fn covers(&self, unit: u64) -> bool {
+        self.drifts == self.written_drifts && unit <= self.horizon
+    }
+
+    /// Closes the cursor (no increment hands out an ID after this) and takes back how far it
+    /// went in unit `hi`. Under the lock, before anything that moves the timeline.
+    pub fn close(&mut self, c: &Cursor) {
+        let old = c.close();
+        if word_unit(old) == self.hi && word_tick(old) == self.tick() {
+            self.next = self.next.max(word_seq(old).min(POOL));
+        }
+    }
+
+    /// The slow path, under the lock, at clock `now` (read under the lock): makes the cursor
+    /// serve unit `now` if it may. `dirty`: the lineage changed and must be written first.
+    pub fn advance(&mut self, c: &Cursor, now: u64, dirty: bool) -> Grant {
+        // Another backend opened it a moment ago (an open cursor is always covered).
+        if !dirty && c.serves(now) {
+            return Grant::Open {
+                opened: false,
+                flipped: false,
+            };
+        }
+        self.close(c);
         let mut flipped = false;
         if now > self.hi {
             self.hi = now;
@@ -198,16 +220,12 @@ impl Timeline {
         if self.next >= POOL {
             return Grant::FullUnit { until: self.hi + 1 };
         }
-        let start = self.next;
-        let end = start.saturating_add(want.max(1)).min(POOL);
-        self.next = end;
-        Grant::Lease {
-            lease: Lease {
-                unit: self.hi,
-                tick: self.tick(),
-                next: start,
-                end,
-            },
+        if dirty || !self.covers(self.hi) {
+            return Grant::Write { flipped };
+        }
+        c.open(self.hi, self.tick(), self.next);
+        Grant::Open {
+            opened: true,
             flipped,
         }
     }
@@ -215,56 +233,123 @@ impl Timeline {
 
 pub use crate::generator::state_file::Persisted;
 
-/// One backend's generator state: its current lease and the size of its next one.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Local {
-    /// The lease being spent (empty at start).
-    pub lease: Lease,
-    /// Sequence numbers leased so far in the unit of `lease`.
-    pub block: u32,
+/// Bits of the cursor word: the unit (39 bits), the tick-tock bit, then 24 bits of sequence
+/// number. The sequence field holds [`POOL`] and more: increments that find the unit used up
+/// (at most one per backend racing past the end, and backends are fewer than 2^18), and the
+/// [`CLOSED`] bit, never reaching the tick-tock bit.
+const SEQ_BITS: u32 = 24;
+const SEQ_MASK: u64 = (1 << SEQ_BITS) - 1;
+/// Set in the sequence field of a closed cursor: no increment of it is below [`POOL`].
+pub const CLOSED: u64 = 1 << (SEQ_BITS - 1);
+
+/// The cursor word for unit `unit`, tick `tick`, next sequence number `next`.
+#[inline(always)]
+pub const fn word(unit: u64, tick: u8, next: u32) -> u64 {
+    (unit << (SEQ_BITS + 1)) | ((tick as u64 & 1) << SEQ_BITS) | next as u64
 }
 
-impl Local {
-    /// The next sequence number of the current lease, if the clock is still in its unit.
-    /// This is the whole fast path: no lock, no shared memory.
+/// The unit of a cursor word.
+#[inline(always)]
+pub const fn word_unit(w: u64) -> u64 {
+    w >> (SEQ_BITS + 1)
+}
+
+/// The tick-tock bit of a cursor word.
+#[inline(always)]
+pub const fn word_tick(w: u64) -> u8 {
+    ((w >> SEQ_BITS) & 1) as u8
+}
+
+/// The next sequence number of a cursor word (without the [`CLOSED`] bit).
+#[inline(always)]
+pub const fn word_seq(w: u64) -> u32 {
+    (w & SEQ_MASK & !CLOSED) as u32
+}
+
+/// The ID a cursor word hands out to a backend whose clock reads unit `now`, if it may:
+/// the word serves that unit, is open, and has numbers left.
+#[inline(always)]
+pub const fn id_of(w: u64, now: u64) -> Option<(u64, u8, u16)> {
+    if word_unit(w) == now && (w & SEQ_MASK) < POOL as u64 {
+        Some((now, word_tick(w), (w & SEQ_MASK) as u16))
+    } else {
+        None
+    }
+}
+
+/// The server's shared cursor: which unit, timeline and next sequence number IDs are made
+/// with now. One atomic word in shared memory (`#[repr(transparent)]`); only
+/// [`Timeline::advance`] opens it, under the lock, and only on a unit the durable state
+/// covers; [`Cursor::take`] spends it with one atomic increment and no lock.
+#[repr(transparent)]
+#[derive(Debug)]
+pub struct Cursor(core::sync::atomic::AtomicU64);
+
+impl Clone for Cursor {
+    /// A cursor with the same word (for models that copy a server's memory).
+    fn clone(&self) -> Cursor {
+        Cursor(core::sync::atomic::AtomicU64::new(self.load()))
+    }
+}
+
+impl Default for Cursor {
+    fn default() -> Self {
+        Cursor::new()
+    }
+}
+
+impl Cursor {
+    /// A closed cursor: it serves nothing until the timeline opens it.
+    pub const fn new() -> Cursor {
+        Cursor(core::sync::atomic::AtomicU64::new(CLOSED))
+    }
+
+    /// The word as it is now.
     #[inline(always)]
-    pub fn next(&mut self, now: u64) -> Option<(u64, u8, u16)> {
-        let l = &mut self.lease;
-        if now == l.unit && l.next < l.end {
-            let seq = l.next;
-            l.next += 1;
-            Some((l.unit, l.tick, seq as u16))
+    pub fn load(&self) -> u64 {
+        self.0.load(core::sync::atomic::Ordering::Acquire)
+    }
+
+    /// Whether the cursor serves unit `now` (a read, no increment).
+    #[inline(always)]
+    pub fn serves(&self, now: u64) -> bool {
+        id_of(self.load(), now).is_some()
+    }
+
+    /// One increment: the ID it hands out if the word served unit `now` at that moment. An
+    /// increment that hands out nothing wastes nothing anyone else can use.
+    #[inline(always)]
+    pub fn bump(&self, now: u64) -> Option<(u64, u8, u16)> {
+        id_of(
+            self.0.fetch_add(1, core::sync::atomic::Ordering::Acquire),
+            now,
+        )
+    }
+
+    /// The fast path: the next ID of unit `now`, if the cursor serves it. The read first keeps
+    /// increments of a used-up or closed word to backends already racing on it.
+    #[inline(always)]
+    pub fn take(&self, now: u64) -> Option<(u64, u8, u16)> {
+        if self.serves(now) {
+            self.bump(now)
         } else {
             None
         }
     }
 
-    /// Whether the current lease can still serve unit `now`.
-    #[inline]
-    pub fn has(&self, now: u64) -> bool {
-        now == self.lease.unit && self.lease.next < self.lease.end
+    /// Closes the cursor, returning the word before. Under the lock ([`Timeline::close`]).
+    pub fn close(&self) -> u64 {
+        self.0
+            .fetch_or(CLOSED, core::sync::atomic::Ordering::AcqRel)
     }
 
-    /// How many sequence numbers to ask for at unit `now`: as many as this backend has already
-    /// used up in this unit (so its total doubles: 16, 32, 64, ... 4096, then 4096 at a time),
-    /// else [`MIN_BLOCK`] at the start of a unit.
-    pub fn want(&self, now: u64) -> u32 {
-        if self.lease.unit == now && self.lease.next >= self.lease.end {
-            self.block.clamp(MIN_BLOCK, MAX_BLOCK)
-        } else {
-            MIN_BLOCK
-        }
-    }
-
-    /// Starts spending a new lease.
-    pub fn install(&mut self, lease: Lease) {
-        let size = lease.end - lease.next;
-        self.block = if lease.unit == self.lease.unit && lease.tick == self.lease.tick {
-            self.block.saturating_add(size)
-        } else {
-            size
-        };
-        self.lease = lease;
+    /// Opens the cursor on unit `unit`, tick `tick`, from sequence number `next`. Under the
+    /// lock, on a closed cursor ([`Timeline::advance`]).
+    pub fn open(&self, unit: u64, tick: u8, next: u32) {
+        self.0.store(
+            word(unit, tick, next),
+            core::sync::atomic::Ordering::Release,
+        );
     }
 }
 
@@ -292,168 +377,216 @@ const fn mix(x: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::generator::lineage::ticks;
     use proptest::prelude::*;
     use std::collections::{HashMap, HashSet};
-
-    /// Takes one ID for a backend, spending its lease or asking the timeline, and moving the
-    /// fake clock forward when told to wait (what the real generator does by sleeping).
-    fn take(local: &mut Local, tl: &mut Timeline, clock: &mut u64) -> ((u64, u8, u16), u32) {
-        take_durably(local, tl, clock, &mut None)
-    }
-
-    /// [`take`], writing the durable state to `disk` when due, before using a lease (as the
-    /// real generator does, under the lock).
-    fn take_durably(
-        local: &mut Local,
-        tl: &mut Timeline,
-        clock: &mut u64,
-        disk: &mut Option<Persisted>,
-    ) -> ((u64, u8, u16), u32) {
-        let mut waits = 0;
-        loop {
-            if let Some(id) = local.next(*clock) {
-                return (id, waits);
-            }
-            match tl.lease(*clock, local.want(*clock)) {
-                Grant::Lease { lease, .. } => {
-                    if let Some(p) = tl.due(AHEAD, MARGIN) {
-                        *disk = Some(p);
-                        tl.written(p);
-                    }
-                    local.install(lease)
-                }
-                Grant::FullUnit { until } | Grant::ClockBehind { until } => {
-                    assert!(until > *clock, "wait target {until} not after {clock}");
-                    *clock = until;
-                    waits += 1;
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn one_backend_reaches_the_whole_pool_of_a_unit() {
-        let (mut tl, mut local, mut clock) = (Timeline::new(), Local::default(), 1000);
-        let mut leases = 0;
-        for seq in 0..POOL {
-            let before = tl.next;
-            let (id, waits) = take(&mut local, &mut tl, &mut clock);
-            if tl.next != before {
-                leases += 1;
-            }
-            assert_eq!((id, waits), ((1000, 0, seq as u16), 0));
-        }
-        assert!(leases <= 24, "{leases} trips to the timeline");
-        // The next one waits for the next unit, never wraps.
-        let (id, waits) = take(&mut local, &mut tl, &mut clock);
-        assert_eq!((id, waits), ((1001, 0, 0), 1));
-    }
-
-    #[test]
-    fn sixteen_busy_backends_each_get_a_sixteenth() {
-        let mut tl = Timeline::new();
-        let mut locals = [Local::default(); 16];
-        let mut got = [0u32; 16];
-        let clock = 77;
-        // Round-robin within one unit until every backend is told the unit is full.
-        let mut full = [false; 16];
-        while !full.iter().all(|&f| f) {
-            for (i, l) in locals.iter_mut().enumerate() {
-                if full[i] {
-                    continue;
-                }
-                if l.next(clock).is_none() {
-                    match tl.lease(clock, l.want(clock)) {
-                        Grant::Lease { lease, .. } => l.install(lease),
-                        Grant::FullUnit { .. } => {
-                            full[i] = true;
-                            continue;
-                        }
-                        other => panic!("{other:?}"),
-                    }
-                    l.next(clock).expect("fresh lease");
-                }
-                got[i] += 1;
-            }
-        }
-        assert_eq!(got.iter().sum::<u32>(), POOL);
-        assert!(got.iter().all(|&n| n >= 4096), "{got:?}");
-    }
-
-    #[test]
-    fn first_regression_flips_without_waiting_second_waits() {
-        let mut tl = Timeline::new();
-        let mut l = Local::default();
-        let mut clock = 500;
-        assert_eq!(take(&mut l, &mut tl, &mut clock).0, (500, 0, 0));
-        // Back 100 units: a new timeline at once.
-        clock = 400;
-        let (id, waits) = take(&mut l, &mut tl, &mut clock);
-        assert_eq!((id, waits), ((400, 1, 0), 0));
-        assert_eq!((tl.safe, tl.drifts), (500, 1));
-        clock = 450;
-        assert_eq!(take(&mut l, &mut tl, &mut clock).0, (450, 1, 0));
-        // Back again into time used on this timeline: wait for the high-water mark (450),
-        // not for the old one (500).
-        clock = 420;
-        assert_eq!(tl.lease(clock, 16), Grant::ClockBehind { until: 450 });
-        let (id, waits) = take(&mut l, &mut tl, &mut clock);
-        // The backend's own lease of unit 450 still holds numbers: it goes on from there.
-        assert_eq!((id, waits), ((450, 1, 1), 1));
-        // Once past the safe mark, a regression may flip back to T = 0.
-        clock = 600;
-        take(&mut l, &mut tl, &mut clock);
-        clock = 550;
-        let (id, waits) = take(&mut l, &mut tl, &mut clock);
-        assert_eq!((id, waits), ((550, 0, 0), 0));
-        assert_eq!((tl.safe, tl.drifts), (600, 2));
-    }
-
-    #[test]
-    fn a_lease_is_spent_only_in_its_unit() {
-        let mut l = Local::default();
-        l.install(Lease {
-            unit: 9,
-            tick: 1,
-            next: 3,
-            end: 5,
-        });
-        assert_eq!(l.next(10), None);
-        assert_eq!(l.next(8), None);
-        assert_eq!(l.next(9), Some((9, 1, 3)));
-        assert_eq!(l.next(9), Some((9, 1, 4)));
-        assert_eq!(l.next(9), None);
-        assert_eq!(l.want(9), MIN_BLOCK);
-        assert_eq!(l.want(10), MIN_BLOCK);
-        l.install(Lease {
-            unit: 9,
-            tick: 1,
-            next: 5,
-            end: 5 + 2000,
-        });
-        while l.next(9).is_some() {}
-        assert_eq!(l.want(9), 2002);
-        l.install(Lease {
-            unit: 9,
-            tick: 1,
-            next: 2005,
-            end: 2005 + 3000,
-        });
-        while l.next(9).is_some() {}
-        assert_eq!(l.want(9), MAX_BLOCK);
-    }
 
     /// Horizon kept by the tests: 10 units ahead, renewed within 5 (the real ones are seconds).
     const AHEAD: u64 = 10;
     const MARGIN: u64 = 5;
 
+    /// A server in the tests: its timeline and cursor (shared memory) and its state file.
+    #[derive(Default)]
+    struct Server {
+        tl: Timeline,
+        cursor: Cursor,
+        disk: Option<Persisted>,
+        /// Times the cursor was opened on a unit.
+        opened: u32,
+    }
+
+    impl Server {
+        /// The glue's synchronous write: the state file, then memory.
+        fn write(&mut self) {
+            let p = self.tl.due(AHEAD, MARGIN).unwrap_or(Persisted {
+                horizon: self.tl.horizon.max(self.tl.hi + AHEAD),
+                safe: self.tl.safe,
+                drifts: self.tl.drifts,
+            });
+            self.disk = Some(p);
+            self.tl.written(p);
+        }
+
+        /// The slow path: advance under the lock, writing first when told to.
+        fn slow(&mut self, now: u64) -> Grant {
+            loop {
+                match self.tl.advance(&self.cursor, now, false) {
+                    Grant::Write { .. } => self.write(),
+                    g => {
+                        if matches!(g, Grant::Open { opened: true, .. }) {
+                            self.opened += 1;
+                        }
+                        return g;
+                    }
+                }
+            }
+        }
+
+        /// One ID at the fake clock, moving the clock forward when told to wait (what the real
+        /// generator does by sleeping). Returns the ID and how many waits it took.
+        fn take(&mut self, clock: &mut u64) -> ((u64, u8, u16), u32) {
+            let mut waits = 0;
+            loop {
+                if let Some(id) = self.cursor.take(*clock) {
+                    return (id, waits);
+                }
+                match self.slow(*clock) {
+                    Grant::Open { .. } => {}
+                    Grant::FullUnit { until } | Grant::ClockBehind { until } => {
+                        assert!(until > *clock, "wait target {until} not after {clock}");
+                        *clock = until;
+                        waits += 1;
+                    }
+                    Grant::Write { .. } => unreachable!(),
+                }
+            }
+        }
+
+        /// A crash or restart: memory from the state file, a closed cursor.
+        fn crash(&mut self) {
+            self.tl = self.disk.map(Timeline::restore).unwrap_or_default();
+            self.cursor = Cursor::new();
+        }
+    }
+
+    #[test]
+    fn cursor_words_keep_their_fields_apart() {
+        let w = word(crate::id::layout::MAX_UNITS, 1, 0);
+        assert_eq!(
+            (word_unit(w), word_tick(w), word_seq(w)),
+            (crate::id::layout::MAX_UNITS, 1, 0)
+        );
+        // The most a sequence field can hold: closed, past the pool, and one increment from
+        // each of the most backends PostgreSQL allows (2^18 - 1) racing past it.
+        let most = CLOSED + POOL as u64 + (1 << 18);
+        assert!(most <= SEQ_MASK);
+        let w = word(5, 0, 0) + most;
+        assert_eq!((word_unit(w), word_tick(w)), (5, 0));
+        assert_eq!(id_of(w, 5), None);
+        assert_eq!(id_of(word(5, 1, 7), 5), Some((5, 1, 7)));
+        assert_eq!(id_of(word(5, 1, 7), 6), None);
+        assert_eq!(id_of(word(5, 1, POOL), 5), None);
+        assert_eq!(id_of(word(5, 1, 7) | CLOSED, 5), None);
+        // A new cursor serves nothing, not even unit 0.
+        let c = Cursor::new();
+        assert_eq!(c.take(0), None);
+        c.open(9, 1, 3);
+        assert_eq!(c.take(9), Some((9, 1, 3)));
+        assert_eq!(c.take(10), None);
+        assert_eq!(word_seq(c.close()), 4);
+        assert_eq!(c.take(9), None);
+        assert_eq!(
+            c.bump(9),
+            None,
+            "an increment of a closed word hands out nothing"
+        );
+    }
+
+    #[test]
+    fn one_backend_reaches_the_whole_pool_of_a_unit() {
+        let (mut sv, mut clock) = (Server::default(), 1000);
+        for seq in 0..POOL {
+            assert_eq!(sv.take(&mut clock), ((1000, 0, seq as u16), 0));
+        }
+        assert_eq!(sv.opened, 1, "one trip to the lock per unit");
+        // The next one waits for the next unit, never wraps.
+        assert_eq!(sv.take(&mut clock), ((1001, 0, 0), 1));
+    }
+
+    #[test]
+    fn concurrent_backends_are_numbered_in_the_order_they_take() {
+        // Sixteen backends taking turns within one unit: one counter, so the sequence numbers
+        // rise in the order the IDs are made, whoever makes them (keys reach the index in
+        // order), and one backend opened the unit for all.
+        let (mut sv, mut clock) = (Server::default(), 77);
+        let mut last: HashMap<usize, u16> = HashMap::new();
+        for i in 0..POOL as usize {
+            let b = (i * 7) % 16;
+            let ((unit, _, seq), waits) = sv.take(&mut clock);
+            assert_eq!((unit, seq as usize, waits), (77, i, 0));
+            if let Some(prev) = last.insert(b, seq) {
+                assert!(seq > prev);
+            }
+        }
+        assert_eq!(sv.opened, 1);
+    }
+
+    #[test]
+    fn first_regression_flips_without_waiting_second_waits() {
+        let (mut sv, mut clock) = (Server::default(), 500);
+        assert_eq!(sv.take(&mut clock).0, (500, 0, 0));
+        // Back 100 units: a new timeline at once.
+        clock = 400;
+        assert_eq!(sv.take(&mut clock), ((400, 1, 0), 0));
+        assert_eq!((sv.tl.safe, sv.tl.drifts), (500, 1));
+        // The flip was written before the cursor served the new timeline.
+        assert_eq!(sv.disk.map(|p| p.drifts), Some(1));
+        clock = 450;
+        assert_eq!(sv.take(&mut clock).0, (450, 1, 0));
+        // Back again into time used on this timeline: wait for the high-water mark (450),
+        // not for the old one (500), and go on after the numbers already used in it.
+        clock = 420;
+        assert_eq!(sv.take(&mut clock), ((450, 1, 1), 1));
+        // Once past the safe mark, a regression may flip back to T = 0.
+        clock = 600;
+        sv.take(&mut clock);
+        clock = 550;
+        assert_eq!(sv.take(&mut clock), ((550, 0, 0), 0));
+        assert_eq!((sv.tl.safe, sv.tl.drifts), (600, 2));
+    }
+
+    #[test]
+    fn the_cursor_never_serves_past_the_horizon_on_disk() {
+        let (mut sv, mut clock) = (Server::default(), 1000);
+        sv.take(&mut clock);
+        assert_eq!(sv.disk.map(|p| p.horizon), Some(1000 + AHEAD));
+        // Within the margin: a renewal is due, but the cursor serves without it.
+        clock = 1000 + AHEAD - MARGIN + 1;
+        assert_eq!(
+            sv.tl.advance(&sv.cursor, clock, false),
+            Grant::Open {
+                opened: true,
+                flipped: false
+            }
+        );
+        assert!(sv.tl.due(AHEAD, MARGIN).is_some());
+        // Past the horizon: a write first, and the cursor stays closed until then.
+        clock = 1000 + AHEAD + 1;
+        assert_eq!(
+            sv.tl.advance(&sv.cursor, clock, false),
+            Grant::Write { flipped: false }
+        );
+        assert_eq!(sv.cursor.take(clock), None);
+        // A lineage change (dirty) closes an open cursor until it is written.
+        sv.write();
+        assert_eq!(
+            sv.tl.advance(&sv.cursor, clock, false),
+            Grant::Open {
+                opened: true,
+                flipped: false
+            }
+        );
+        // Asked again a moment later: another backend opened it.
+        assert_eq!(
+            sv.tl.advance(&sv.cursor, clock, false),
+            Grant::Open {
+                opened: false,
+                flipped: false
+            }
+        );
+        assert_eq!(
+            sv.tl.advance(&sv.cursor, clock, true),
+            Grant::Write { flipped: false }
+        );
+        assert_eq!(sv.cursor.take(clock), None);
+    }
+
     #[test]
     fn restart_resumes_past_the_horizon_or_flips() {
-        let mut disk = None;
-        let (mut tl, mut l, mut clock) = (Timeline::new(), Local::default(), 1000);
-        take_durably(&mut l, &mut tl, &mut clock, &mut disk);
+        let (mut sv, mut clock) = (Server::default(), 1000);
+        sv.take(&mut clock);
         assert_eq!(
-            disk,
+            sv.disk,
             Some(Persisted {
                 horizon: 1000 + AHEAD,
                 safe: -1,
@@ -461,14 +594,12 @@ mod tests {
             })
         );
         // Crash, clock a little behind the horizon: a regression, so a flip without waiting.
-        let mut tl = Timeline::restore(disk.unwrap());
-        let mut l = Local::default();
+        sv.crash();
         clock = 1003;
-        let (id, waits) = take_durably(&mut l, &mut tl, &mut clock, &mut disk);
-        assert_eq!((id, waits), ((1003, 1, 0), 0));
+        assert_eq!(sv.take(&mut clock), ((1003, 1, 0), 0));
         // The flip was written before the ID was handed out.
         assert_eq!(
-            disk,
+            sv.disk,
             Some(Persisted {
                 horizon: 1003 + AHEAD,
                 safe: 1010,
@@ -477,33 +608,41 @@ mod tests {
         );
         // Crash again, clock set back further: behind both timelines, so it must wait (the
         // real generator fails after sno.max_clock_wait).
-        let mut tl = Timeline::restore(disk.unwrap());
-        assert_eq!(tl.lease(3, 16), Grant::ClockBehind { until: 1011 });
+        sv.crash();
+        assert_eq!(
+            sv.tl.advance(&sv.cursor, 3, false),
+            Grant::ClockBehind { until: 1011 }
+        );
         // With the clock past the horizon, nothing is in the way.
-        let mut tl = Timeline::restore(disk.unwrap());
+        sv.crash();
         assert!(matches!(
-            tl.lease(2000, 16),
-            Grant::Lease { flipped: false, .. }
+            sv.slow(2000),
+            Grant::Open {
+                opened: true,
+                flipped: false
+            }
         ));
     }
 
     #[test]
     fn the_last_unit_of_the_format_is_written_once_and_then_full() {
         let max = crate::id::layout::MAX_UNITS;
-        let mut tl = Timeline::new();
-        assert!(matches!(tl.lease(max - 1, 16), Grant::Lease { .. }));
-        let p = tl.due(AHEAD, MARGIN).expect("first horizon");
-        assert_eq!(p.horizon, max);
-        tl.written(p);
-        assert!(matches!(tl.lease(max, POOL), Grant::Lease { .. }));
+        let mut sv = Server::default();
+        let mut clock = max - 1;
+        sv.take(&mut clock);
+        assert_eq!(sv.disk.map(|p| p.horizon), Some(max));
+        clock = max;
+        for _ in 0..POOL {
+            sv.take(&mut clock);
+        }
         assert_eq!(
-            tl.due(AHEAD, MARGIN),
+            sv.tl.due(AHEAD, MARGIN),
             None,
             "written again at the end of time"
         );
         // The pool of the last unit is used up: the wait target lies beyond the format, which
         // the glue reports as a clock out of range instead of waiting.
-        assert_eq!(tl.lease(max, 1), Grant::FullUnit { until: max + 1 });
+        assert_eq!(sv.slow(max), Grant::FullUnit { until: max + 1 });
     }
 
     #[test]
@@ -520,62 +659,149 @@ mod tests {
         );
     }
 
-    /// One step of a random schedule: which backend generates, and how the clock moves first.
+    /// One step of a random schedule. A backend's `sno_generate` is cut where other backends
+    /// can come between its steps: the clock reading and the cursor read ([`Step::Read`]), the
+    /// increment ([`Step::Bump`]), and the slow path under the lock ([`Step::Slow`]). The
+    /// `sno lineage` worker's renewal is cut the same way: the snapshot under the lock, the
+    /// state file written outside it, the commit under the lock.
     #[derive(Debug, Clone)]
     enum Step {
-        Gen(usize),
+        Read(usize),
+        Bump(usize),
+        Slow(usize),
         Forward(u64),
         Back(u64),
-        /// A backend exits and a new one takes its place (its unused lease is lost).
-        Replace(usize),
-        /// The server crashes (or restarts) and comes back from its durable state; every
-        /// backend is new.
+        RenewSnapshot,
+        RenewWrite,
+        RenewCommit,
+        /// The server crashes (or restarts) and comes back from its state file; every backend
+        /// is new and a renewal in flight is lost (or its file was written, or not).
         Crash,
     }
 
     fn step() -> impl Strategy<Value = Step> {
         prop_oneof![
-            20 => (0usize..6).prop_map(Step::Gen),
+            10 => (0usize..6).prop_map(Step::Read),
+            10 => (0usize..6).prop_map(Step::Bump),
+            4 => (0usize..6).prop_map(Step::Slow),
             4 => (0u64..3).prop_map(Step::Forward),
             1 => (1u64..40).prop_map(Step::Back),
-            1 => (0usize..6).prop_map(Step::Replace),
+            1 => Just(Step::RenewSnapshot),
+            1 => Just(Step::RenewWrite),
+            1 => Just(Step::RenewCommit),
             1 => Just(Step::Crash),
         ]
     }
 
+    /// Where one backend is in `sno_generate`.
+    #[derive(Clone, Copy, Debug, PartialEq)]
+    enum At {
+        /// Between calls.
+        Idle,
+        /// Read the clock (`now`) and found the cursor serving it: the increment is next.
+        Read(u64),
+        /// Read the clock and found the cursor not serving it: the slow path is next.
+        Slow(u64),
+    }
+
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(400))]
+        #![proptest_config(ProptestConfig::with_cases(500))]
 
         #[test]
-        fn never_a_repeated_id_whatever_the_clock_does(steps in proptest::collection::vec(step(), 1..3000)) {
-            let mut tl = Timeline::new();
-            let mut locals = [Local::default(); 6];
+        fn never_a_repeated_id_whatever_the_interleaving_and_the_clock(
+            steps in proptest::collection::vec(step(), 1..3000)
+        ) {
+            let mut sv = Server::default();
+            let mut at = [At::Idle; 6];
             let mut clock: u64 = 10_000;
             let mut seen = HashSet::new();
-            let mut disk: Option<Persisted> = None;
+            // The worker's renewal in flight: its snapshot, and whether its file is written.
+            let mut renewal: Option<(Persisted, bool)> = None;
             // Per backend and (unit, tick): the last sequence number, to check order.
             let mut last: HashMap<(usize, u64, u8), u16> = HashMap::new();
             for s in steps {
                 match s {
                     Step::Forward(d) => clock += d,
                     Step::Back(d) => clock -= d,
-                    Step::Replace(b) => locals[b] = Local::default(),
                     Step::Crash => {
-                        tl = disk.map(Timeline::restore).unwrap_or_default();
-                        locals = [Local::default(); 6];
+                        sv.crash();
+                        at = [At::Idle; 6];
+                        renewal = None;
                         last.clear();
                     }
-                    Step::Gen(b) => {
-                        let drifts = tl.drifts;
-                        let (id, _) = take_durably(&mut locals[b], &mut tl, &mut clock, &mut disk);
-                        prop_assert!(seen.insert(id), "repeated {:?}", id);
-                        // Every ID carries the clock's unit at the moment it is made.
-                        prop_assert_eq!(id.0, clock);
-                        if let Some(prev) = last.insert((b, id.0, id.1), id.2) {
-                            prop_assert!(id.2 > prev, "not increasing within a unit");
+                    Step::RenewSnapshot => {
+                        if renewal.is_none() {
+                            renewal = sv.tl.due(AHEAD, MARGIN).map(|p| (p, false));
                         }
-                        // The tick only changes by a flip.
-                        prop_assert!(tl.drifts == drifts || tl.drifts == drifts + 1);
+                    }
+                    Step::RenewWrite => {
+                        if let Some((p, false)) = renewal {
+                            sv.disk = Some(p);
+                            renewal = Some((p, true));
+                        }
+                    }
+                    Step::RenewCommit => {
+                        if let Some((p, true)) = renewal.take() {
+                            sv.tl.written(p);
+                        }
+                    }
+                    Step::Read(b) => {
+                        if at[b] == At::Idle {
+                            at[b] = if sv.cursor.serves(clock) { At::Read(clock) } else { At::Slow(clock) };
+                        }
+                    }
+                    Step::Bump(b) => {
+                        if let At::Read(now) = at[b] {
+                            at[b] = match sv.cursor.bump(now) {
+                                Some(id) => {
+                                    prop_assert!(seen.insert(id), "repeated {:?}", id);
+                                    // The ID carries the clock reading it was made for.
+                                    prop_assert_eq!(id.0, now);
+                                    // The state file covers it.
+                                    let disk = sv.disk.expect("an ID before any state file");
+                                    prop_assert!(ticks(&disk)[id.1 as usize] >= id.0 as i64,
+                                        "{:?} past the state file {:?}", id, disk);
+                                    if let Some(prev) = last.insert((b, id.0, id.1), id.2) {
+                                        prop_assert!(id.2 > prev, "not increasing within a unit");
+                                    }
+                                    At::Idle
+                                }
+                                None => At::Slow(now),
+                            };
+                        }
+                    }
+                    Step::Slow(b) => {
+                        if let At::Slow(_) = at[b] {
+                            // The slow path reads the clock again under the lock.
+                            let drifts = sv.tl.drifts;
+                            let g = loop {
+                                match sv.tl.advance(&sv.cursor, clock, false) {
+                                    Grant::Write { .. } => {
+                                        // The writer lock: a renewal in flight finishes first.
+                                        if let Some((p, written)) = renewal.take() {
+                                            if !written {
+                                                sv.disk = Some(p);
+                                            }
+                                            sv.tl.written(p);
+                                        }
+                                        sv.write();
+                                    }
+                                    g => break g,
+                                }
+                            };
+                            prop_assert!(sv.tl.drifts == drifts || sv.tl.drifts == drifts + 1);
+                            at[b] = match g {
+                                // Back to the fast path with a fresh reading.
+                                Grant::Open { .. } => At::Idle,
+                                // The wait: the clock moves on (another step may move it back).
+                                Grant::FullUnit { until } | Grant::ClockBehind { until } => {
+                                    prop_assert!(until > clock);
+                                    clock = until;
+                                    At::Idle
+                                }
+                                Grant::Write { .. } => unreachable!(),
+                            };
+                        }
                     }
                 }
             }
@@ -583,15 +809,79 @@ mod tests {
 
         #[test]
         fn a_single_regression_never_waits(fwd in 1u64..1000, back in 1u64..1000, n in 1usize..200) {
-            let mut tl = Timeline::new();
-            let mut l = Local::default();
+            let mut sv = Server::default();
             let mut clock = 5000 + fwd;
-            for _ in 0..n { take(&mut l, &mut tl, &mut clock); }
+            for _ in 0..n { sv.take(&mut clock); }
             clock -= back;
-            let (id, waits) = take(&mut l, &mut tl, &mut clock);
+            let (id, waits) = sv.take(&mut clock);
             prop_assert_eq!(waits, 0);
             prop_assert_eq!(id.1, 1);
             prop_assert_eq!(id.0, clock);
         }
+    }
+
+    /// Real threads on one cursor and one locked timeline, a clock thread moving time forward
+    /// and sometimes back: every ID made is distinct.
+    #[test]
+    fn threads_racing_on_the_cursor_never_repeat_an_id() {
+        use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+        use std::sync::Mutex;
+        let cursor = Cursor::new();
+        let locked = Mutex::new(Server::default());
+        let clock = AtomicU64::new(50_000);
+        let stop = AtomicBool::new(false);
+        let ids: Vec<Vec<(u64, u8, u16)>> = std::thread::scope(|sc| {
+            sc.spawn(|| {
+                let mut i = 0u64;
+                while !stop.load(Relaxed) {
+                    std::thread::sleep(std::time::Duration::from_micros(200));
+                    i += 1;
+                    // Mostly forward, a step back now and then.
+                    if i % 97 == 0 {
+                        clock.fetch_sub(20, Relaxed);
+                    } else {
+                        clock.fetch_add(1, Relaxed);
+                    }
+                }
+            });
+            let workers: Vec<_> = (0..4)
+                .map(|_| {
+                    sc.spawn(|| {
+                        let mut mine = Vec::with_capacity(200_000);
+                        while mine.len() < 200_000 {
+                            let now = clock.load(Relaxed);
+                            if let Some(id) = cursor.take(now) {
+                                mine.push(id);
+                                continue;
+                            }
+                            let mut g = locked.lock().unwrap();
+                            let now = clock.load(Relaxed);
+                            let sv = &mut *g;
+                            while let Grant::Write { .. } = sv.tl.advance(&cursor, now, false) {
+                                sv.write();
+                            }
+                            drop(g);
+                            std::thread::yield_now();
+                        }
+                        mine
+                    })
+                })
+                .collect();
+            let ids = workers.into_iter().map(|w| w.join().unwrap()).collect();
+            stop.store(true, Relaxed);
+            ids
+        });
+        let mut all = HashSet::new();
+        for (b, mine) in ids.iter().enumerate() {
+            for w in mine.windows(2) {
+                if (w[0].0, w[0].1) == (w[1].0, w[1].1) {
+                    assert!(w[1].2 > w[0].2, "backend {b}: {:?} then {:?}", w[0], w[1]);
+                }
+            }
+            for id in mine {
+                assert!(all.insert(*id), "repeated {id:?}");
+            }
+        }
+        assert_eq!(all.len(), 800_000);
     }
 }

@@ -1,5 +1,6 @@
-//! The shard table in shared memory: the server-wide [`Timeline`] behind one LWLock, server
-//! counters, and one statistics slot per backend.
+//! The shard table in shared memory: the server-wide [`Timeline`] behind one LWLock, the
+//! [`Cursor`] every backend takes IDs from without it, server counters, and one statistics slot
+//! per backend.
 //!
 //! Needs `shared_preload_libraries = 'sno'`: shared memory is sized and created by the
 //! postmaster. Without it [`shared`] returns `None` and `sno_generate` says what to do.
@@ -10,7 +11,7 @@
 
 use crate::generator::lineage::State;
 use crate::generator::state_file;
-use crate::generator::timeline::{derived_partition, Timeline};
+use crate::generator::timeline::{derived_partition, Cursor, Timeline};
 use crate::pg::errors::{self, Problem};
 use core::cell::UnsafeCell;
 use core::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU32, AtomicU64, Ordering};
@@ -19,11 +20,32 @@ use pgrx::prelude::*;
 
 const NAME: &core::ffi::CStr = c"sno";
 
+/// The cursor, alone on its cache line: every ID increments it, and nothing else should pay
+/// for that traffic.
+#[repr(C, align(64))]
+pub struct Hot {
+    /// Where IDs are taken from ([`Cursor::take`]).
+    pub cursor: Cursor,
+}
+
 /// The header of the shared segment.
 #[repr(C)]
 pub struct Shared {
+    /// The cursor.
+    pub hot: Hot,
     /// Protects `guarded`.
     pub lock: *mut pg_sys::LWLock,
+    /// Serialises writes of the durable state (the state file and its WAL record). Taken
+    /// before `lock`, never after it, and held across the file write, which `lock` is not.
+    pub writer: *mut pg_sys::LWLock,
+    /// Bumped (under `lock`) whenever the partition judged for use or the timeline may have
+    /// changed under the backends: a backend takes IDs from the cursor only while the epoch
+    /// it read its partition in holds.
+    pub epoch: AtomicU64,
+    /// The `sno lineage` worker's latch, set to ask it for a renewal of the horizon.
+    pub worker_latch: AtomicPtr<pg_sys::Latch>,
+    /// A renewal of the durable horizon was asked for and not yet taken up by the worker.
+    pub renew_wanted: AtomicBool,
     /// Everything that changes only under `lock`.
     pub guarded: UnsafeCell<Guarded>,
     /// The cluster's system identifier, read at start-up.
@@ -33,8 +55,6 @@ pub struct Shared {
     pub derived_partition: AtomicU32,
     /// The partition judged for use (what `sno_generate` writes); changed under `lock`.
     pub partition: AtomicU32,
-    /// The end of the last lineage record written to WAL ([`crate::pg::wal::make_durable`]).
-    pub lineage_lsn: AtomicU64,
     /// Waits because every sequence number of a unit was taken.
     pub full_unit_stalls: AtomicU64,
     /// Waits because the clock went back into used time a second time.
@@ -59,8 +79,8 @@ pub struct Shared {
 pub struct Guarded {
     /// The server's timeline.
     pub timeline: Timeline,
-    /// Leases handed out.
-    pub leases: u64,
+    /// Units the cursor was opened on.
+    pub units_opened: u64,
     /// What this data directory knows of its lineage ([`crate::generator::lineage`]).
     pub lineage: State,
     /// The (WAL timeline, `sno.partition`) the lineage was last judged for; generation judges
@@ -91,36 +111,24 @@ pub struct Slot {
     pub pid: AtomicI32,
     /// IDs issued.
     pub issued: AtomicU64,
-    /// Leases taken.
-    pub leases: AtomicU64,
+    /// Units this backend opened the cursor on.
+    pub units_opened: AtomicU64,
     /// Waits for a full unit.
     pub full_unit_stalls: AtomicU64,
     /// Waits for the clock.
     pub clock_waits: AtomicU64,
-    /// Unit of the current lease.
-    pub lease_unit: AtomicU64,
-    /// Tick-tock bit of the current lease.
-    pub lease_tick: AtomicU32,
-    /// First sequence number of the current lease.
-    pub lease_start: AtomicU32,
-    /// One past the last sequence number of the current lease.
-    pub lease_end: AtomicU32,
 }
 
 impl Slot {
-    /// Claims the slot for process `pid`: every counter and lease field from zero, so a reused
-    /// slot shows nothing of the backend that had it before.
+    /// Claims the slot for process `pid`: every counter from zero, so a reused slot shows
+    /// nothing of the backend that had it before.
     pub fn claim(&self, pid: i32) {
         for c in [
             &self.issued,
-            &self.leases,
+            &self.units_opened,
             &self.full_unit_stalls,
             &self.clock_waits,
-            &self.lease_unit,
         ] {
-            c.store(0, Ordering::Relaxed);
-        }
-        for c in [&self.lease_tick, &self.lease_start, &self.lease_end] {
             c.store(0, Ordering::Relaxed);
         }
         self.pid.store(pid, Ordering::Relaxed);
@@ -168,6 +176,46 @@ pub fn locked<R>(s: &'static Shared, f: impl FnOnce(&mut Guarded) -> R) -> R {
     }
 }
 
+/// Runs `f` holding the writer lock (`f` takes `lock` itself, as often as it needs). The
+/// same release through the transaction abort applies.
+pub fn writing<R>(s: &'static Shared, f: impl FnOnce() -> R) -> R {
+    // SAFETY: plain LWLock use; `writer` is always taken before `lock`.
+    unsafe {
+        pg_sys::LWLockAcquire(s.writer, pg_sys::LWLockMode::LW_EXCLUSIVE);
+        let r = f();
+        pg_sys::LWLockRelease(s.writer);
+        r
+    }
+}
+
+/// [`writing`] for a backend making IDs: the wait for a write in flight (the worker's, which
+/// may be waiting for a slow disk or a synchronous standby) answers a query cancel or
+/// termination, which waiting on an LWLock would not.
+pub fn writing_interruptibly<R>(s: &'static Shared, f: impl FnOnce() -> R) -> R {
+    // SAFETY: plain LWLock and latch use; `writer` is always taken before `lock`.
+    unsafe {
+        while !pg_sys::LWLockConditionalAcquire(s.writer, pg_sys::LWLockMode::LW_EXCLUSIVE) {
+            pgrx::check_for_interrupts!();
+            pg_sys::WaitLatch(
+                pg_sys::MyLatch,
+                (pg_sys::WL_LATCH_SET | pg_sys::WL_TIMEOUT | pg_sys::WL_EXIT_ON_PM_DEATH) as i32,
+                1,
+                pg_sys::PG_WAIT_EXTENSION,
+            );
+            pg_sys::ResetLatch(pg_sys::MyLatch);
+        }
+        let r = f();
+        pg_sys::LWLockRelease(s.writer);
+        r
+    }
+}
+
+/// Tells every backend to read its partition again before its next ID (a new epoch). Under
+/// `lock`.
+pub fn new_epoch(s: &Shared) {
+    s.epoch.fetch_add(1, Ordering::Release);
+}
+
 /// Slots to allocate: one per backend number a backend can have.
 fn slot_count() -> usize {
     // SAFETY: plain reads of server globals, set before shared memory is requested.
@@ -208,7 +256,7 @@ static mut PREV_STARTUP: pg_sys::shmem_startup_hook_type = None;
 
 unsafe fn request() {
     pg_sys::RequestAddinShmemSpace(segment_size());
-    pg_sys::RequestNamedLWLockTranche(NAME.as_ptr(), 1);
+    pg_sys::RequestNamedLWLockTranche(NAME.as_ptr(), 2);
 }
 
 #[pg_guard]
@@ -394,11 +442,19 @@ unsafe extern "C-unwind" fn on_startup() {
     if !found {
         core::ptr::write_bytes(p.cast::<u8>(), 0, size);
         let sysid = pg_sys::GetSystemIdentifier();
+        let locks = pg_sys::GetNamedLWLockTranche(NAME.as_ptr());
         p.write(Shared {
-            lock: &raw mut (*pg_sys::GetNamedLWLockTranche(NAME.as_ptr())).lock,
+            hot: Hot {
+                cursor: Cursor::new(),
+            },
+            lock: &raw mut (*locks).lock,
+            writer: &raw mut (*locks.add(1)).lock,
+            epoch: AtomicU64::new(1),
+            worker_latch: AtomicPtr::new(core::ptr::null_mut()),
+            renew_wanted: AtomicBool::new(false),
             guarded: UnsafeCell::new(Guarded {
                 timeline: Timeline::new(),
-                leases: 0,
+                units_opened: 0,
                 lineage: State::fresh(sysid, 0, 0, 0),
                 judged: (u32::MAX, -1),
                 dirty: false,
@@ -406,7 +462,6 @@ unsafe extern "C-unwind" fn on_startup() {
             system_identifier: sysid,
             derived_partition: AtomicU32::new(0),
             partition: AtomicU32::new(0),
-            lineage_lsn: AtomicU64::new(0),
             full_unit_stalls: AtomicU64::new(0),
             clock_waits: AtomicU64::new(0),
             clock_wait_failures: AtomicU64::new(0),

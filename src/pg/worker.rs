@@ -7,7 +7,12 @@
 //! between; and a promoted standby should record its new incarnation (and its WAL record,
 //! which cascaded standbys replay) at once. The worker judges the lineage
 //! ([`crate::generator::lineage::State::judge`]) and writes it at start, at every configuration reload,
-//! and once a second otherwise. It starts once recovery is over (on a standby: at promotion),
+//! and once a second otherwise.
+//!
+//! It also renews the durable horizon ahead of need: `sno_generate` sets its latch when the
+//! high-water mark comes within a second of the horizon on disk, and the worker writes and
+//! flushes the state file and its WAL record while backends go on generating (holding only the
+//! writer lock, see [`crate::pg::generator::durable`]). It starts once recovery is over (on a standby: at promotion),
 //! needs no database, and does nothing while the state is missing or unusable (that is for
 //! `sno_generate`'s HINT and the administrator).
 
@@ -37,6 +42,12 @@ pub extern "C-unwind" fn sno_lineage_main(_arg: pg_sys::Datum) {
     let Some(s) = shmem::shared() else {
         return;
     };
+    // Backends set it when the horizon needs renewing (`ask_for_renewal`).
+    // SAFETY: MyLatch is this process's latch, in its PGPROC in shared memory.
+    s.worker_latch.store(
+        unsafe { pg_sys::MyLatch },
+        core::sync::atomic::Ordering::Relaxed,
+    );
     loop {
         crate::pg::generator::settle(s);
         if !BackgroundWorker::wait_latch(Some(Duration::from_secs(1))) {

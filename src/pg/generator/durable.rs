@@ -48,10 +48,12 @@ pub(super) fn judge(
     match st.judge(timeline, gucs::partition(), take_over, shmem::draw) {
         Err(Refusal::Inherited(p)) => Err(SlowError::Inherited(p)),
         Ok(j) => {
-            g.timeline.absorb(j.absorb);
+            // Closes the cursor: no backend goes on with what it read before this judgment.
+            g.timeline.absorb(j.absorb, &s.hot.cursor);
             g.dirty |= j.changed;
             shmem::set_lineage(s, g, st);
             s.partition.store(j.partition as u32, Relaxed);
+            shmem::new_epoch(s);
             g.judged = key;
             if j.took_over {
                 errors::warn(Problem::TookOver {
@@ -64,75 +66,131 @@ pub(super) fn judge(
     }
 }
 
-/// Judges the lineage for the current configuration and WAL timeline and writes it if it
-/// changed (the background worker's job, see [`crate::pg::worker`]). Errors are logged, not
-/// raised: `sno_generate` raises them to the user.
+/// Judges the lineage for the current configuration and WAL timeline, and writes the durable
+/// state if it changed or a renewal of the horizon is due (the background worker's job, see
+/// [`crate::pg::worker`]). Errors are logged, not raised: `sno_generate` raises them to the
+/// user.
 pub fn settle(s: &'static Shared) {
+    s.renew_wanted.store(false, Relaxed);
     // SAFETY: reads a shared flag.
     if unsafe { pg_sys::RecoveryInProgress() } || s.state.load(Relaxed) != shmem::STATE_READY {
         return;
     }
     let timeline = wal_timeline();
-    let failed = shmem::locked(s, |g| {
-        if judge(s, g, timeline, false).is_ok() && g.dirty {
-            return persist(s, g, timeline).err();
-        }
-        None
-    });
-    if let Some(e) = failed {
+    shmem::locked(s, |g| judge(s, g, timeline, false).ok());
+    let wanted = |g: &Guarded| g.dirty || g.timeline.due(HORIZON_AHEAD, HORIZON_MARGIN).is_some();
+    if let Err(e) = shmem::writing(s, || write(s, timeline, wanted)) {
         pgrx::log!("sno: could not write the generator state file: {e}");
     }
 }
 
-/// Writes the durable state (the state file, then a WAL record) so that it covers the
-/// timeline's next durable horizon. Under the lock, before any ID it covers is handed out.
-pub(super) fn persist(s: &'static Shared, g: &mut Guarded, timeline: u32) -> std::io::Result<()> {
-    let tl = &g.timeline;
-    let p = tl.due(HORIZON_AHEAD, HORIZON_MARGIN).unwrap_or(Persisted {
+/// Asks the `sno lineage` worker to renew the durable horizon (it is within
+/// [`HORIZON_MARGIN`] of the high-water mark). Outside the lock.
+pub(super) fn ask_for_renewal(s: &Shared) {
+    if !s.renew_wanted.swap(true, Relaxed) {
+        let latch = s.worker_latch.load(Relaxed);
+        if !latch.is_null() {
+            // SAFETY: the worker's process latch, in shared memory; setting a latch nobody
+            // owns any more is harmless.
+            unsafe { pg_sys::SetLatch(latch) };
+        }
+    }
+}
+
+/// Writes the durable state now, for a backend that cannot go on without it (the clock
+/// caught up with the horizon on disk, the tick-tock state or the lineage changed). Waits for
+/// a write in flight first (interruptibly), then writes only what is still missing.
+pub(super) fn write_now(s: &'static Shared, timeline: u32) -> std::io::Result<()> {
+    shmem::writing_interruptibly(s, || {
+        write(s, timeline, |g| {
+            g.dirty || !g.timeline.covers(g.timeline.hi)
+        })
+    })
+}
+
+/// Writes the durable state if `wanted` says so: the state file, then its WAL record, flushed
+/// (and confirmed by synchronous standbys, as a commit is). Holding the writer lock; the shard
+/// table's lock is taken twice, briefly: to see what to write, and to record it as written.
+/// So `sno_generate` goes on meanwhile on what is already on disk, and nothing the write
+/// covers is handed out before it is done.
+fn write(
+    s: &'static Shared,
+    timeline: u32,
+    wanted: impl FnOnce(&Guarded) -> bool,
+) -> std::io::Result<()> {
+    let job = shmem::locked(s, |g| {
+        if !wanted(g) {
+            return None;
+        }
+        let p = next_durable(&g.timeline);
+        Some((with_written(g, p), p))
+    });
+    let Some((st, p)) = job else {
+        return Ok(());
+    };
+    crate::generator::state_file::write(std::path::Path::new("."), &st, shmem::fsync_enabled())?;
+    crate::pg::wal::make_durable(crate::pg::wal::log_lineage(&st, timeline));
+    shmem::locked(s, |g| {
+        // What changed meanwhile was not written, and stays to be written: a lineage that
+        // differs stays dirty, a flip the written tick-tock state does not have is not covered.
+        let now = with_written(g, p);
+        if now == st {
+            g.dirty = false;
+        }
+        shmem::set_lineage(s, g, now);
+        g.timeline.written(p);
+    });
+    Ok(())
+}
+
+/// The durable state to write next for timeline `tl`: a renewed horizon, or the current one
+/// (with the tick-tock state) when only the lineage changed.
+fn next_durable(tl: &Timeline) -> Persisted {
+    tl.due(HORIZON_AHEAD, HORIZON_MARGIN).unwrap_or(Persisted {
         horizon: tl
             .horizon
             .max(tl.hi.saturating_add(HORIZON_AHEAD).min(MAX_UNITS)),
         safe: tl.safe,
         drifts: tl.drifts,
-    });
+    })
+}
+
+/// The lineage state with `p` as this server's bound.
+fn with_written(g: &Guarded, p: Persisted) -> crate::generator::lineage::State {
     let mut st = g.lineage;
     st.written(p);
-    crate::generator::state_file::write(std::path::Path::new("."), &st, shmem::fsync_enabled())?;
-    let lsn = crate::pg::wal::log_lineage(&st, timeline);
-    s.lineage_lsn.store(lsn, Relaxed);
-    shmem::set_lineage(s, g, st);
-    g.timeline.written(p);
-    g.dirty = false;
-    Ok(())
+    st
 }
 
 /// Redo of a lineage record (in the startup process): merge it, and write the state file so
 /// that the knowledge survives this server's restarts. A state file that could not be read is
 /// left alone (the administrator decides); the knowledge is kept in memory.
 pub fn replay(s: &'static Shared, rec: &crate::generator::state_file::Record) {
-    let written = shmem::locked(s, |g| {
-        let mut st = g.lineage;
-        st.replay(rec.incarnation, rec.timeline, &rec.partitions, rec.bound);
-        if rec.incarnation == st.incarnation {
-            g.timeline.absorb(rec.bound);
-        }
-        // A standby or a restore (archive recovery) learns its lineage here: it writes what it
-        // knows, creating the file if it had none. Crash recovery with a lost or unusable file
-        // must not: the records it replays are not all this server's own writes (those after
-        // the last flushed one are lost), so the HINT's choices stay with the administrator.
-        let status = s.state.load(Relaxed);
-        // SAFETY: plain read of a startup-process global.
-        let archive = unsafe { pg_sys::ArchiveRecoveryRequested };
-        if status == shmem::STATE_READY || (status == shmem::STATE_MISSING && archive) {
-            crate::generator::state_file::write(
-                std::path::Path::new("."),
-                &st,
-                shmem::fsync_enabled(),
-            )?;
-            s.state.store(shmem::STATE_READY, Relaxed);
-        }
-        shmem::set_lineage(s, g, st);
-        Ok::<(), std::io::Error>(())
+    let written = shmem::writing(s, || {
+        shmem::locked(s, |g| {
+            let mut st = g.lineage;
+            st.replay(rec.incarnation, rec.timeline, &rec.partitions, rec.bound);
+            if rec.incarnation == st.incarnation {
+                g.timeline.absorb(rec.bound, &s.hot.cursor);
+            }
+            // A standby or a restore (archive recovery) learns its lineage here: it writes what it
+            // knows, creating the file if it had none. Crash recovery with a lost or unusable file
+            // must not: the records it replays are not all this server's own writes (those after
+            // the last flushed one are lost), so the HINT's choices stay with the administrator.
+            let status = s.state.load(Relaxed);
+            // SAFETY: plain read of a startup-process global.
+            let archive = unsafe { pg_sys::ArchiveRecoveryRequested };
+            if status == shmem::STATE_READY || (status == shmem::STATE_MISSING && archive) {
+                crate::generator::state_file::write(
+                    std::path::Path::new("."),
+                    &st,
+                    shmem::fsync_enabled(),
+                )?;
+                s.state.store(shmem::STATE_READY, Relaxed);
+            }
+            shmem::set_lineage(s, g, st);
+            Ok::<(), std::io::Error>(())
+        })
     });
     if let Err(e) = written {
         raise_write(e);
@@ -182,74 +240,80 @@ pub(super) fn sno_generator_initialize(
     }
     let timeline = wal_timeline();
     let dir = std::path::Path::new(".");
-    let outcome = shmem::locked(s, |g| {
-        let status = s.state.load(Relaxed);
-        let mut did = false;
-        match (status, crate::generator::state_file::read(dir)) {
-            (shmem::STATE_READY, Ok(Some(_))) => {}
-            (shmem::STATE_READY, _) => {
-                // The file went missing or bad while the server ran: what it holds in memory
-                // is newer than any copy, so it is written again.
-                g.dirty = true;
-                did = true;
-            }
-            (_, Ok(Some(mut file))) => {
-                if file.system_identifier != s.system_identifier {
-                    file.system_identifier = s.system_identifier;
-                    file.timeline = crate::generator::lineage::UPGRADED;
-                    file.at_start(true, shmem::control_inode(), shmem::draw(), 0);
-                } else {
-                    file.at_start(false, shmem::control_inode(), shmem::draw(), timeline);
+    let outcome = shmem::writing(s, || {
+        shmem::locked(s, |g| {
+            let status = s.state.load(Relaxed);
+            let mut did = false;
+            match (status, crate::generator::state_file::read(dir)) {
+                (shmem::STATE_READY, Ok(Some(_))) => {}
+                (shmem::STATE_READY, _) => {
+                    // The file went missing or bad while the server ran: what it holds in memory
+                    // is newer than any copy, so it is written again.
+                    g.dirty = true;
+                    did = true;
                 }
-                // What WAL replay taught this server while it had no usable file (crash
-                // recovery replays this server's own records too: a partition the file says
-                // is this server's stays its own, with the later bound).
-                for e in g.lineage.entries() {
-                    let mine = file.is_mine(e.partition);
-                    file.note(e.partition, mine, e.bound);
-                    if mine {
-                        file.written(e.bound);
+                (_, Ok(Some(mut file))) => {
+                    if file.system_identifier != s.system_identifier {
+                        file.system_identifier = s.system_identifier;
+                        file.timeline = crate::generator::lineage::UPGRADED;
+                        file.at_start(true, shmem::control_inode(), shmem::draw(), 0);
+                    } else {
+                        file.at_start(false, shmem::control_inode(), shmem::draw(), timeline);
                     }
+                    // What WAL replay taught this server while it had no usable file (crash
+                    // recovery replays this server's own records too: a partition the file says
+                    // is this server's stays its own, with the later bound).
+                    for e in g.lineage.entries() {
+                        let mine = file.is_mine(e.partition);
+                        file.note(e.partition, mine, e.bound);
+                        if mine {
+                            file.written(e.bound);
+                        }
+                    }
+                    // The cursor closed, and a new epoch: the timeline is replaced.
+                    g.timeline.close(&s.hot.cursor);
+                    shmem::new_epoch(s);
+                    let mut tl = Timeline::restore(file.me);
+                    tl.absorb(g.timeline.durable(), &s.hot.cursor);
+                    g.timeline = tl;
+                    shmem::set_lineage(s, g, file);
+                    g.judged = (u32::MAX, -1);
+                    g.dirty = true;
+                    s.state.store(shmem::STATE_READY, Relaxed);
+                    did = true;
                 }
-                let mut tl = Timeline::restore(file.me);
-                tl.absorb(g.timeline.durable());
-                g.timeline = tl;
-                shmem::set_lineage(s, g, file);
-                g.judged = (u32::MAX, -1);
-                g.dirty = true;
-                s.state.store(shmem::STATE_READY, Relaxed);
-                did = true;
-            }
-            (_, Ok(None)) => {
-                g.dirty = true;
-                s.state.store(shmem::STATE_READY, Relaxed);
-                did = true;
-            }
-            (_, Err(e)) => {
-                if !force {
-                    return Err(SlowError::State(shmem::STATE_BROKEN));
+                (_, Ok(None)) => {
+                    g.dirty = true;
+                    s.state.store(shmem::STATE_READY, Relaxed);
+                    did = true;
                 }
-                errors::warn(Problem::ReplacingStateFile {
-                    reason: &e.to_string(),
-                });
-                g.dirty = true;
-                s.state.store(shmem::STATE_READY, Relaxed);
-                did = true;
+                (_, Err(e)) => {
+                    if !force {
+                        return Err(SlowError::State(shmem::STATE_BROKEN));
+                    }
+                    errors::warn(Problem::ReplacingStateFile {
+                        reason: &e.to_string(),
+                    });
+                    g.dirty = true;
+                    s.state.store(shmem::STATE_READY, Relaxed);
+                    did = true;
+                }
             }
-        }
-        // Judged now, not at the first ID: a copy taken right after CREATE EXTENSION must
-        // know the partition this server is configured with. A refusal is sno_generate's to
-        // raise (unless the caller asks to take the partition over).
-        match judge(s, g, timeline, take_over) {
-            Ok(()) => did |= take_over,
-            Err(SlowError::Inherited(p)) if take_over => return Err(SlowError::Inherited(p)),
-            Err(SlowError::Inherited(_)) => {}
-            Err(e) => return Err(e),
-        }
-        if g.dirty {
-            persist(s, g, timeline).map_err(SlowError::Write)?;
-        }
-        Ok(did)
+            // Judged now, not at the first ID: a copy taken right after CREATE EXTENSION must
+            // know the partition this server is configured with. A refusal is sno_generate's to
+            // raise (unless the caller asks to take the partition over).
+            match judge(s, g, timeline, take_over) {
+                Ok(()) => did |= take_over,
+                Err(SlowError::Inherited(p)) if take_over => return Err(SlowError::Inherited(p)),
+                Err(SlowError::Inherited(_)) => {}
+                Err(e) => return Err(e),
+            }
+            Ok(did)
+        })
+        .and_then(|did| {
+            write(s, timeline, |g| g.dirty).map_err(SlowError::Write)?;
+            Ok(did)
+        })
     });
     match outcome {
         Ok(did) => did,

@@ -1,8 +1,10 @@
 //! `sno_generate`: the fast path, the slow path under the lock, and waits for the clock.
 
-use super::durable::{judge, persist, raise_inherited, raise_state, raise_write};
+use super::durable::{
+    ask_for_renewal, judge, raise_inherited, raise_state, raise_write, write_now,
+};
 use super::{shared_or_raise, wal_timeline};
-use crate::generator::timeline::{Grant, Local};
+use crate::generator::timeline::Grant;
 use crate::id::layout::{Sno, MAX_UNITS};
 use crate::id::time::{units_from_timespec, units_to_pg_micros, units_to_unix_nanos};
 use crate::pg::errors::{self, Problem};
@@ -28,16 +30,16 @@ pub(super) const OUT_OF_RANGE: u64 = u64::MAX;
 
 /// This backend's generator.
 pub(super) struct Backend {
-    /// The lease being spent.
-    local: Local,
-    /// Partition to write, fixed at each lease (so a reload takes effect within one unit).
+    /// The shard table, once this backend has been through the slow path (null before).
+    shared: *const Shared,
+    /// The partition to write, read under the lock in the slow path.
     partition: u16,
+    /// The epoch `partition` was read in ([`Shared::epoch`]); 0 is never one.
+    epoch: u64,
     /// This backend's statistics slot (null when it has none).
     slot: *const Slot,
     /// IDs this backend has issued.
     issued: u64,
-    /// The end of the last lineage record this backend made durable.
-    durable_lsn: u64,
     /// Whether the slot and the exit callback are set up.
     ready: bool,
 }
@@ -49,19 +51,11 @@ pub(super) struct BackendCell(UnsafeCell<Backend>);
 unsafe impl Sync for BackendCell {}
 
 pub(super) static BACKEND: BackendCell = BackendCell(UnsafeCell::new(Backend {
-    local: Local {
-        lease: crate::generator::timeline::Lease {
-            unit: 0,
-            tick: 0,
-            next: 0,
-            end: 0,
-        },
-        block: 0,
-    },
+    shared: core::ptr::null(),
     partition: 0,
+    epoch: 0,
     slot: core::ptr::null(),
     issued: 0,
-    durable_lsn: 0,
     ready: false,
 }));
 
@@ -103,9 +97,16 @@ pub(crate) fn generate(meta: u8) -> Sno {
     // SAFETY: single-threaded backend (see BackendCell).
     let b = unsafe { &mut *BACKEND.0.get() };
     let now = clock_units();
-    if let Some((unit, tick, seq)) = b.local.next(now) {
-        b.count();
-        return Sno::new(unit, tick, meta, b.partition, seq);
+    // SAFETY: null until the slow path set it; shared memory outlives the backend.
+    if let Some(s) = unsafe { b.shared.as_ref() } {
+        if let Some((unit, tick, seq)) = s.hot.cursor.take(now) {
+            // The increment synchronised with the cursor's opening: an epoch bumped before
+            // it is seen here. Otherwise the number is dropped (nobody else can have it).
+            if s.epoch.load(Relaxed) == b.epoch {
+                b.count();
+                return Sno::new(unit, tick, meta, b.partition, seq);
+            }
+        }
     }
     generate_slow(b, meta)
 }
@@ -164,26 +165,28 @@ pub(super) fn generate_slow(b: &mut Backend, meta: u8) -> Sno {
     let mut waited_since: Option<std::time::Instant> = None;
     loop {
         let mut now = OUT_OF_RANGE;
+        let mut renew = false;
+        let mut tick = 0;
         let grant = shmem::locked(s, |g| {
             judge(s, g, timeline, false)?;
             now = clock_units();
             if now == OUT_OF_RANGE {
                 return Err(SlowError::Clock);
             }
-            // The lease may still serve: the first reading was a moment before this one.
-            if b.local.has(now) && !g.dirty {
-                return Ok(Grant::Lease {
-                    lease: b.local.lease,
-                    flipped: false,
-                });
-            }
-            let grant = g.timeline.lease(now, b.local.want(now));
-            if matches!(grant, Grant::Lease { .. }) {
-                g.leases += 1;
-                // Durable before use: the state file and WAL must cover every ID handed out.
-                if g.dirty || g.timeline.due(HORIZON_AHEAD, HORIZON_MARGIN).is_some() {
-                    persist(s, g, timeline).map_err(SlowError::Write)?;
+            let grant = g.timeline.advance(&s.hot.cursor, now, g.dirty);
+            tick = g.timeline.tick();
+            if let Grant::Open { opened, .. } = grant {
+                if opened {
+                    g.units_opened += 1;
+                    // SAFETY: our own slot.
+                    if let Some(slot) = unsafe { b.slot.as_ref() } {
+                        slot.units_opened.fetch_add(1, Relaxed);
+                    }
                 }
+                b.partition = s.partition.load(Relaxed) as u16;
+                b.epoch = s.epoch.load(Relaxed);
+                // Renewed by the worker ahead of need, outside both locks.
+                renew = g.timeline.due(HORIZON_AHEAD, HORIZON_MARGIN).is_some();
             }
             Ok(grant)
         });
@@ -194,38 +197,28 @@ pub(super) fn generate_slow(b: &mut Backend, meta: u8) -> Sno {
             Err(SlowError::Inherited(p)) => raise_inherited(p),
             Err(SlowError::Write(e)) => raise_write(e),
         };
+        b.shared = s;
         match grant {
-            Grant::Lease { lease, flipped } => {
-                if lease != b.local.lease {
-                    b.local.install(lease);
-                    b.partition = s.partition.load(Relaxed) as u16;
-                    // SAFETY: our own slot.
-                    if let Some(slot) = unsafe { b.slot.as_ref() } {
-                        slot.leases.fetch_add(1, Relaxed);
-                        slot.lease_unit.store(lease.unit, Relaxed);
-                        slot.lease_tick.store(lease.tick as u32, Relaxed);
-                        slot.lease_start.store(lease.next, Relaxed);
-                        slot.lease_end.store(lease.end, Relaxed);
-                    }
-                }
-                // The bound covering this ID must survive a failover before the ID leaves.
-                let lsn = s.lineage_lsn.load(Relaxed);
-                if lsn > b.durable_lsn {
-                    crate::pg::wal::make_durable(lsn);
-                    b.durable_lsn = lsn;
+            Grant::Open { flipped, .. } => {
+                if renew {
+                    ask_for_renewal(s);
                 }
                 if flipped {
-                    pgrx::log!(
-                        "sno: the system clock went back; IDs now use tick-tock bit {}",
-                        lease.tick
-                    );
+                    log_flip(tick);
                 }
-                let (unit, tick, seq) = b
-                    .local
-                    .next(now)
-                    .expect("a fresh lease of the current unit");
-                b.count();
-                return Sno::new(unit, tick, meta, b.partition, seq);
+                if let Some((unit, tick, seq)) = s.hot.cursor.take(now) {
+                    b.count();
+                    return Sno::new(unit, tick, meta, b.partition, seq);
+                }
+                // Used up by others in the meantime: the slow path again.
+            }
+            Grant::Write { flipped } => {
+                if flipped {
+                    log_flip(tick);
+                }
+                // The clock caught up with the horizon on disk (the worker fell behind), the
+                // clock went back, or the lineage changed: this call writes and waits.
+                write_now(s, timeline).unwrap_or_else(|e| raise_write(e));
             }
             Grant::FullUnit { until } => {
                 s.full_unit_stalls.fetch_add(1, Relaxed);
@@ -257,7 +250,11 @@ pub(super) fn generate_slow(b: &mut Backend, meta: u8) -> Sno {
     }
 }
 
-/// Why the slow path could not lease.
+fn log_flip(tick: u8) {
+    pgrx::log!("sno: the system clock went back; IDs now use tick-tock bit {tick}");
+}
+
+/// Why the slow path could not open the cursor.
 pub(super) enum SlowError {
     /// The clock is outside the range of the format.
     Clock,

@@ -21,7 +21,7 @@ pub(super) fn sno_generator_info() -> TableIterator<
         name!(tick, i32),
         name!(regressions, i64),
         name!(ids_issued, i64),
-        name!(leases, i64),
+        name!(units_opened, i64),
         name!(full_unit_stalls, i64),
         name!(clock_waits, i64),
         name!(clock_wait_failures, i64),
@@ -31,7 +31,7 @@ pub(super) fn sno_generator_info() -> TableIterator<
     ),
 > {
     let s = shared_or_raise();
-    let (tl, leases) = shmem::locked(s, |g| (g.timeline, g.leases));
+    let (tl, opened) = shmem::locked(s, |g| (g.timeline, g.units_opened));
     let (partition, source) = effective_partition(s);
     let slots = shmem::slots(s);
     let live: u64 = slots
@@ -45,7 +45,7 @@ pub(super) fn sno_generator_info() -> TableIterator<
         partition as i32,
         source.to_string(),
         s.system_identifier.to_string(),
-        if leases > 0 { ts(tl.hi) } else { None },
+        if opened > 0 { ts(tl.hi) } else { None },
         if tl.safe >= 0 {
             ts(tl.safe as u64)
         } else {
@@ -54,7 +54,7 @@ pub(super) fn sno_generator_info() -> TableIterator<
         tl.tick() as i32,
         tl.drifts as i64,
         (live + s.retired_ids.load(Relaxed)) as i64,
-        leases as i64,
+        opened as i64,
         s.full_unit_stalls.load(Relaxed) as i64,
         s.clock_waits.load(Relaxed) as i64,
         s.clock_wait_failures.load(Relaxed) as i64,
@@ -81,13 +81,9 @@ pub(super) fn sno_generator_backends() -> TableIterator<
     (
         name!(pid, i32),
         name!(ids_issued, i64),
-        name!(leases, i64),
+        name!(units_opened, i64),
         name!(full_unit_stalls, i64),
         name!(clock_waits, i64),
-        name!(lease_time, Option<TimestampWithTimeZone>),
-        name!(lease_tick, i32),
-        name!(lease_start, i32),
-        name!(lease_end, i32),
     ),
 > {
     let s = shared_or_raise();
@@ -95,22 +91,12 @@ pub(super) fn sno_generator_backends() -> TableIterator<
         .iter()
         .filter(|x| x.pid.load(Relaxed) != 0)
         .map(|x| {
-            let leases = x.leases.load(Relaxed);
             (
                 x.pid.load(Relaxed),
                 x.issued.load(Relaxed) as i64,
-                leases as i64,
+                x.units_opened.load(Relaxed) as i64,
                 x.full_unit_stalls.load(Relaxed) as i64,
                 x.clock_waits.load(Relaxed) as i64,
-                if leases > 0 {
-                    TimestampWithTimeZone::try_from(units_to_pg_micros(x.lease_unit.load(Relaxed)))
-                        .ok()
-                } else {
-                    None
-                },
-                x.lease_tick.load(Relaxed) as i32,
-                x.lease_start.load(Relaxed) as i32,
-                x.lease_end.load(Relaxed) as i32,
             )
         })
         .collect();
