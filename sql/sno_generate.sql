@@ -3,8 +3,8 @@
 -- sno_monitoring.sql.
 --
 -- VOLATILE: every call returns a new ID. PARALLEL SAFE: the generator's shared state lives in
--- shared memory and every process, parallel workers included, leases its own ranges of
--- sequence numbers from it, so IDs made in workers are as unique as IDs made in the leader
+-- shared memory and every process, parallel workers included, takes its sequence numbers
+-- from the same cursor there, so IDs made in workers are as unique as IDs made in the leader
 -- (a test runs it in a forced parallel query). It changes no database state.
 CREATE FUNCTION sno_generate(meta int4) RETURNS sno
     AS 'MODULE_PATHNAME', 'sno_generate' LANGUAGE C VOLATILE STRICT PARALLEL SAFE;

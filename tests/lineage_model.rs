@@ -2,7 +2,7 @@
 //! rewound and upgraded servers) driven by random event orders and clocks, checking that
 //! `sno_generate` never hands out one ID twice.
 //!
-//! The model drives the crate's pure code ([`State`], [`Timeline`], [`Local`], the state file and
+//! The model drives the crate's pure code ([`State`], [`Timeline`], [`Cursor`], the state file and
 //! WAL record formats) exactly the way the PostgreSQL glue does (`src/pg/generator/durable.rs`:
 //! `judge`, `persist`, `replay`, `settle`, `sno_generator_initialize`; `src/pg/generator/hot.rs`:
 //! `generate_slow`; `src/pg/shmem.rs`: `restore_state`, `start_timeline`; `src/pg/wal.rs`:
@@ -34,8 +34,9 @@
 //! recovery, of a clone's recovery and of a PITR (a recovery target reached) checkpoint at
 //! once.
 //!
-//! Events: IDs made on running primaries (several backends, with the glue's fast path; the lineage
-//! record covering an ID is flushed before it is returned, `wal::make_durable`), time passing,
+//! Events: IDs made on running primaries (several backends, with the glue's fast path on the shared
+//! cursor; the lineage record covering an ID is flushed when it is written, before the cursor
+//! serves what it covers, `wal::make_durable`), time passing,
 //! clocks jumping forward or back by up to 6 s, streaming and cascading replication, checkpoints,
 //! clean and crash restarts (a crash loses unflushed WAL and replays the WAL after the last
 //! checkpoint), base backups (sometimes first started without sno preloaded, so only the inode
@@ -2476,7 +2477,7 @@ fn a_lost_state_file_and_a_crash_repeat_no_id_of_a_new_partition() {
         vec![
             gen(0, true),
             Ev::SetPartition { s: 0, choice: 0 },
-            // A new unit: the backend's lease is used up, the new partition is judged.
+            // A new unit: the slow path runs, the new partition is judged.
             Ev::Time { d: 1 },
             gen(0, false),
             Ev::LoseFile { s: 0 },

@@ -1,6 +1,6 @@
 //! The generator's pure decisions, with no PostgreSQL in them (the extension's glue in `pg`
 //! gives them shared memory, a lock, a clock, files and WAL):
-//! - [`timeline`]: the tick-tock timeline and its leases of sequence numbers, which never give
+//! - [`timeline`]: the tick-tock timeline and the shared cursor of sequence numbers, which never give
 //!   out an ID twice, whatever the clock does;
 //! - [`state_file`]: the durable state file (`sno_generator.state`) and the WAL record's
 //!   payload, encoded and decoded;

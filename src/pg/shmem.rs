@@ -63,6 +63,10 @@ pub struct Shared {
     pub clock_wait_failures: AtomicU64,
     /// IDs issued by backends that have exited.
     pub retired_ids: AtomicU64,
+    /// Writes of the durable state since start-up.
+    pub state_writes: AtomicU64,
+    /// Of those, the ones a `sno_generate` call waited for.
+    pub state_write_waits: AtomicU64,
     /// Number of slots after the header.
     pub nslots: u32,
     /// Whether the durable state is usable: [`STATE_READY`], [`STATE_MISSING`] or
@@ -466,6 +470,8 @@ unsafe extern "C-unwind" fn on_startup() {
             clock_waits: AtomicU64::new(0),
             clock_wait_failures: AtomicU64::new(0),
             retired_ids: AtomicU64::new(0),
+            state_writes: AtomicU64::new(0),
+            state_write_waits: AtomicU64::new(0),
             nslots: slot_count() as u32,
             state: AtomicU32::new(STATE_MISSING),
             reason: [0; 200],

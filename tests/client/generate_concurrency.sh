@@ -6,6 +6,8 @@
 #  2. The same with a new connection per transaction (-C): backends come and go.
 #  3. A forced parallel query (2 workers) generating 2,000,000 IDs: all distinct.
 #  4. A partition set with ALTER SYSTEM + reload is what new IDs carry.
+#  During 1: the state file is renewed by the worker with no call waiting for it, and the IDs
+#  of all clients are numbered in the order they are made (no gaps within a unit).
 #
 # Usage: generate_concurrency.sh SOCKET_DIR PORT BINDIR   (run by .ci/test)
 set -euo pipefail
@@ -41,10 +43,30 @@ pgbench_run() {
     sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' "$out"
 }
 
+# The durable state's writes during the run: the worker renews the horizon ahead of need, so
+# no sno_generate call waits for one (state_write_waits stays still) while it writes about
+# once a second.
+psql -c "SELECT sno_generate()" >/dev/null # past the first write after start-up
+writes0="$(psql -At -c "SELECT state_writes || ' ' || state_write_waits FROM sno_generator")"
 n1="$(pgbench_run persistent)" || fail=1
+writes1="$(psql -At -c "SELECT state_writes || ' ' || state_write_waits FROM sno_generator")"
 rows="$(psql -At -c "SELECT count(*) FROM gen")"
 check "16 clients x ${DURATION}s: rows = transactions ($n1)" "$rows" "$n1"
 [[ "${n1:-0}" -gt 1000 ]] || { echo "FAIL: too few transactions ($n1)"; fail=1; }
+read -r w0 ww0 <<<"$writes0"
+read -r w1 ww1 <<<"$writes1"
+check "the state file was written ahead of need, no call waited for it ($writes0 -> $writes1)" \
+    "$((w1 - w0 >= DURATION / 3)) $((ww1 - ww0))" "1 0"
+# One shared cursor: within each 4 ms unit the sixteen clients' IDs are numbered 0, 1, 2, ...
+# in the order they were made, with no numbers left unused between them (per-backend blocks
+# leave up to 15 per backend and unit). A few may be lost where a backend reads the clock
+# just as the unit turns; more than 1 in 100 means blocks again.
+gaps="$(psql -At -c "SELECT sum(top + 1 - n) || ' ' || sum(n) FROM (
+    SELECT max(sno_sequence(id)) AS top, count(*) AS n FROM gen
+    GROUP BY sno_time(id), sno_tick(id)) u")"
+read -r unused made <<<"$gaps"
+check "sequence numbers used in the order made: $unused unused of $((unused + made))" \
+    "$((unused * 100 <= made))" "1"
 
 n2="$(pgbench_run connect -C)" || fail=1
 rows="$(psql -At -c "SELECT count(*) FROM gen")"

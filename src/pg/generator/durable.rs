@@ -101,23 +101,27 @@ pub(super) fn ask_for_renewal(s: &Shared) {
 /// caught up with the horizon on disk, the tick-tock state or the lineage changed). Waits for
 /// a write in flight first (interruptibly), then writes only what is still missing.
 pub(super) fn write_now(s: &'static Shared, timeline: u32) -> std::io::Result<()> {
-    shmem::writing_interruptibly(s, || {
+    let wrote = shmem::writing_interruptibly(s, || {
         write(s, timeline, |g| {
             g.dirty || !g.timeline.covers(g.timeline.hi)
         })
-    })
+    })?;
+    if wrote {
+        s.state_write_waits.fetch_add(1, Relaxed);
+    }
+    Ok(())
 }
 
 /// Writes the durable state if `wanted` says so: the state file, then its WAL record, flushed
 /// (and confirmed by synchronous standbys, as a commit is). Holding the writer lock; the shard
 /// table's lock is taken twice, briefly: to see what to write, and to record it as written.
 /// So `sno_generate` goes on meanwhile on what is already on disk, and nothing the write
-/// covers is handed out before it is done.
+/// covers is handed out before it is done. Whether it wrote.
 fn write(
     s: &'static Shared,
     timeline: u32,
     wanted: impl FnOnce(&Guarded) -> bool,
-) -> std::io::Result<()> {
+) -> std::io::Result<bool> {
     let job = shmem::locked(s, |g| {
         if !wanted(g) {
             return None;
@@ -126,7 +130,7 @@ fn write(
         Some((with_written(g, p), p))
     });
     let Some((st, p)) = job else {
-        return Ok(());
+        return Ok(false);
     };
     crate::generator::state_file::write(std::path::Path::new("."), &st, shmem::fsync_enabled())?;
     crate::pg::wal::make_durable(crate::pg::wal::log_lineage(&st, timeline));
@@ -140,7 +144,8 @@ fn write(
         shmem::set_lineage(s, g, now);
         g.timeline.written(p);
     });
-    Ok(())
+    s.state_writes.fetch_add(1, Relaxed);
+    Ok(true)
 }
 
 /// The durable state to write next for timeline `tl`: a renewed horizon, or the current one

@@ -6,18 +6,19 @@
 //!
 //! `sno_generate(meta)`: IDs made inside the database, never twice the same.
 //!
-//! Fast path (almost every call): read the wall clock, and if it is still in the unit of this
-//! backend's lease, take the lease's next sequence number. No lock, no shared memory write
-//! other than this backend's own statistics slot, no allocation but the 10-byte result.
+//! Fast path (almost every call): read the wall clock, and if the shared cursor serves that
+//! unit, increment it (one atomic instruction, no lock) and check that the partition this
+//! backend read is still the judged one (the epoch). No allocation but the 10-byte result.
 //!
-//! Slow path (a new unit, a used-up lease, a clock regression): take the shard table's LWLock,
-//! read the clock again under it (so that two backends reading the clock a moment apart never
-//! mistake each other's readings for a regression), and ask the [`Timeline`] for a lease. A
-//! wait (full unit, clock behind) happens outside the lock, on the process latch, so a query
-//! cancel or a postmaster death ends it; `sno.max_clock_wait` bounds it.
+//! Slow path (the first call in a new unit, a used-up unit, a clock regression, a new epoch):
+//! take the shard table's LWLock, read the clock again under it (so that two backends reading
+//! the clock a moment apart never mistake each other's readings for a regression), and let the
+//! [`Timeline`] open the cursor on the clock's unit. A wait (full unit, clock behind) happens
+//! outside the lock, on the process latch, so a query cancel or a postmaster death ends it;
+//! `sno.max_clock_wait` bounds it. A write of the durable state happens outside the lock too
+//! (holding only the writer lock), and only when the horizon on disk does not cover the unit.
 //!
-//! A backend that exits leaves its unused lease unused: leases only move forward within a
-//! (unit, timeline), so nobody can be handed those numbers again.
+//! [`Timeline`]: crate::generator::timeline::Timeline
 
 pub mod durable;
 pub mod hot;

@@ -28,6 +28,8 @@ pub(super) fn sno_generator_info() -> TableIterator<
         name!(active_backends, i32),
         name!(state, String),
         name!(horizon, Option<TimestampWithTimeZone>),
+        name!(state_writes, i64),
+        name!(state_write_waits, i64),
     ),
 > {
     let s = shared_or_raise();
@@ -69,6 +71,8 @@ pub(super) fn sno_generator_info() -> TableIterator<
         } else {
             None
         },
+        s.state_writes.load(Relaxed) as i64,
+        s.state_write_waits.load(Relaxed) as i64,
     ))
 }
 
