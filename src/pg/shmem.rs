@@ -42,6 +42,9 @@ pub struct Shared {
     /// changed under the backends: a backend takes IDs from the cursor only while the epoch
     /// it read its partition in holds.
     pub epoch: AtomicU64,
+    /// The end of the last lineage record written to WAL: a backend makes it durable
+    /// ([`crate::pg::wal::make_durable`]) before handing out IDs in a new epoch.
+    pub lineage_lsn: AtomicU64,
     /// The `sno lineage` worker's latch, set to ask it for a renewal of the horizon.
     pub worker_latch: AtomicPtr<pg_sys::Latch>,
     /// A renewal of the durable horizon was asked for and not yet taken up by the worker.
@@ -454,6 +457,7 @@ unsafe extern "C-unwind" fn on_startup() {
             lock: &raw mut (*locks).lock,
             writer: &raw mut (*locks.add(1)).lock,
             epoch: AtomicU64::new(1),
+            lineage_lsn: AtomicU64::new(0),
             worker_latch: AtomicPtr::new(core::ptr::null_mut()),
             renew_wanted: AtomicBool::new(false),
             guarded: UnsafeCell::new(Guarded {

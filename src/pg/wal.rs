@@ -48,8 +48,9 @@ pub fn init() {
 }
 
 /// Writes a lineage record for the state in `s` on WAL timeline `timeline`, and returns its
-/// end. Call under the shard table's lock, after the state file is written. Before any ID it
-/// covers leaves the server, [`make_durable`] must have run for it: the rows holding IDs come
+/// end. Call holding the writer lock, after the state file is written; [`flush`] it before the
+/// cursor serves anything it covers. Before any ID it covers leaves the server,
+/// [`make_durable`] must also have run for it in the backend handing the ID out: the rows holding IDs come
 /// after the record in WAL, but an ID a client reads without writing anything (`SELECT
 /// sno_generate()`) must not outlive a failover either.
 pub fn log_lineage(st: &crate::generator::lineage::State, timeline: u32) -> u64 {
@@ -62,9 +63,18 @@ pub fn log_lineage(st: &crate::generator::lineage::State, timeline: u32) -> u64 
     }
 }
 
+/// Flushes WAL up to `lsn` (the end of a lineage record written by [`log_lineage`]). No waiting
+/// for standbys: the writer of the record may be the background worker, which must stay free to
+/// exit at shutdown.
+pub fn flush(lsn: u64) {
+    // SAFETY: plain call outside any critical section.
+    unsafe { pg_sys::XLogFlush(lsn) }
+}
+
 /// Flushes WAL up to `lsn` (the end of a lineage record) and waits for synchronous standbys to
 /// confirm it, as a commit does: what `nextval()` gets by assigning a transaction ID. Called
-/// outside the shard table's lock, once per backend and record (about once a second).
+/// outside the shard table's lock, once per backend and record (about once a second: each
+/// record starts a new epoch, which sends every backend through the slow path once).
 /// Parallel workers only flush (their leader's commit does the waiting for the rows it writes).
 pub fn make_durable(lsn: u64) {
     // SAFETY: plain calls outside any critical section; the wait can be cancelled like a

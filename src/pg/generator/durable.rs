@@ -101,19 +101,19 @@ pub(super) fn ask_for_renewal(s: &Shared) {
 /// caught up with the horizon on disk, the tick-tock state or the lineage changed). Waits for
 /// a write in flight first (interruptibly), then writes only what is still missing.
 pub(super) fn write_now(s: &'static Shared, timeline: u32) -> std::io::Result<()> {
-    let wrote = shmem::writing_interruptibly(s, || {
+    // Counted whether this call writes or finds the write it waited for done.
+    s.state_write_waits.fetch_add(1, Relaxed);
+    shmem::writing_interruptibly(s, || {
         write(s, timeline, |g| {
             g.dirty || !g.timeline.covers(g.timeline.hi)
         })
     })?;
-    if wrote {
-        s.state_write_waits.fetch_add(1, Relaxed);
-    }
     Ok(())
 }
 
 /// Writes the durable state if `wanted` says so: the state file, then its WAL record, flushed
-/// (and confirmed by synchronous standbys, as a commit is). Holding the writer lock; the shard
+/// (each backend then waits for synchronous standbys to confirm it, see
+/// [`crate::pg::wal::make_durable`]). Holding the writer lock; the shard
 /// table's lock is taken twice, briefly: to see what to write, and to record it as written.
 /// So `sno_generate` goes on meanwhile on what is already on disk, and nothing the write
 /// covers is handed out before it is done. Whether it wrote.
@@ -133,7 +133,8 @@ fn write(
         return Ok(false);
     };
     crate::generator::state_file::write(std::path::Path::new("."), &st, shmem::fsync_enabled())?;
-    crate::pg::wal::make_durable(crate::pg::wal::log_lineage(&st, timeline));
+    let lsn = crate::pg::wal::log_lineage(&st, timeline);
+    crate::pg::wal::flush(lsn);
     shmem::locked(s, |g| {
         // What changed meanwhile was not written, and stays to be written: a lineage that
         // differs stays dirty, a flip the written tick-tock state does not have is not covered.
@@ -143,6 +144,10 @@ fn write(
         }
         shmem::set_lineage(s, g, now);
         g.timeline.written(p);
+        // A new epoch: every backend passes the slow path once more, and waits there for the
+        // synchronous standbys to confirm this record before it hands out what it covers.
+        s.lineage_lsn.store(lsn, Relaxed);
+        shmem::new_epoch(s);
     });
     s.state_writes.fetch_add(1, Relaxed);
     Ok(true)
@@ -245,7 +250,7 @@ pub(super) fn sno_generator_initialize(
     }
     let timeline = wal_timeline();
     let dir = std::path::Path::new(".");
-    let outcome = shmem::writing(s, || {
+    let outcome = shmem::writing_interruptibly(s, || {
         shmem::locked(s, |g| {
             let status = s.state.load(Relaxed);
             let mut did = false;

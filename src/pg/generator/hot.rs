@@ -40,6 +40,8 @@ pub(super) struct Backend {
     slot: *const Slot,
     /// IDs this backend has issued.
     issued: u64,
+    /// The end of the last lineage record this backend made durable.
+    durable_lsn: u64,
     /// Whether the slot and the exit callback are set up.
     ready: bool,
 }
@@ -56,6 +58,7 @@ pub(super) static BACKEND: BackendCell = BackendCell(UnsafeCell::new(Backend {
     epoch: 0,
     slot: core::ptr::null(),
     issued: 0,
+    durable_lsn: 0,
     ready: false,
 }));
 
@@ -206,9 +209,19 @@ pub(super) fn generate_slow(b: &mut Backend, meta: u8) -> Sno {
                 if flipped {
                     log_flip(tick);
                 }
+                // The bound covering IDs of this epoch must survive a failover before one
+                // leaves (a commit's wait for synchronous standbys, cancellable like it).
+                let lsn = s.lineage_lsn.load(Relaxed);
+                if lsn > b.durable_lsn {
+                    crate::pg::wal::make_durable(lsn);
+                    b.durable_lsn = lsn;
+                }
+                // The same checks as the fast path: a judgment may have come in between.
                 if let Some((unit, tick, seq)) = s.hot.cursor.take(now) {
-                    b.count();
-                    return Sno::new(unit, tick, meta, b.partition, seq);
+                    if s.epoch.load(Relaxed) == b.epoch {
+                        b.count();
+                        return Sno::new(unit, tick, meta, b.partition, seq);
+                    }
                 }
                 // Used up by others in the meantime: the slow path again.
             }
