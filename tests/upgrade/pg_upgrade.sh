@@ -303,6 +303,12 @@ run_case_body() {
             "$("${nq[@]}" -At -c "SELECT sno_generator_initialize()" 2>&1)" t
         "${nq[@]}" -c "CREATE TABLE ctl_main (LIKE t_main INCLUDING DEFAULTS)" \
             -c "CREATE TABLE ctl_part (LIKE t_part)" || bad "$name: control tables"
+        # Its IDs take a fraction of a second: the clock is put well inside the old IDs' 6 s
+        # (2 to 3 s before the last of them, after node_clock's 2 s wait), not at their edge.
+        local ctl_offset
+        ctl_offset="$(awk -v last="$old_last" -v now="$(date +%s.%N)" \
+            'BEGIN { d = now - last + 4; printf "%d", (d == int(d)) ? d : int(d) + 1 }')"
+        node_clock "$new" "-${ctl_offset}s"
         "${nq[@]}" -c "INSERT INTO ctl_main (ref, seen, batch, n) SELECT sno_generate(2), sno_generate(4), 2, g FROM generate_series(1, $ROWS_MAIN) g" \
             -c "INSERT INTO ctl_part SELECT sno_generate(3), 2, g FROM generate_series(1, $ROWS_PART) g" ||
             bad "$name: making IDs"
