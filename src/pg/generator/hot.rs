@@ -233,31 +233,24 @@ pub(super) fn generate_slow(b: &mut Backend, meta: u8) -> Sno {
                 // clock went back, or the lineage changed: this call writes and waits.
                 write_now(s, timeline).unwrap_or_else(|e| raise_write(e));
             }
-            Grant::FullUnit { until } => {
-                s.full_unit_stalls.fetch_add(1, Relaxed);
-                // SAFETY: our own slot.
-                if let Some(slot) = unsafe { b.slot.as_ref() } {
-                    slot.full_unit_stalls.fetch_add(1, Relaxed);
+            Grant::FullUnit { until } | Grant::ClockBehind { until } => {
+                // SAFETY: our own slot (or none).
+                let slot = unsafe { b.slot.as_ref() };
+                let (counted, why) = if matches!(grant, Grant::FullUnit { .. }) {
+                    (
+                        [Some(&s.full_unit_stalls), slot.map(|x| &x.full_unit_stalls)],
+                        "Every sequence number of the current 4 ms unit is taken",
+                    )
+                } else {
+                    (
+                        [Some(&s.clock_waits), slot.map(|x| &x.clock_waits)],
+                        "The system clock went back into time already used for IDs",
+                    )
+                };
+                for c in counted.into_iter().flatten() {
+                    c.fetch_add(1, Relaxed);
                 }
-                wait_for_unit(
-                    s,
-                    until,
-                    &mut waited_since,
-                    "Every sequence number of the current 4 ms unit is taken",
-                );
-            }
-            Grant::ClockBehind { until } => {
-                s.clock_waits.fetch_add(1, Relaxed);
-                // SAFETY: our own slot.
-                if let Some(slot) = unsafe { b.slot.as_ref() } {
-                    slot.clock_waits.fetch_add(1, Relaxed);
-                }
-                wait_for_unit(
-                    s,
-                    until,
-                    &mut waited_since,
-                    "The system clock went back into time already used for IDs",
-                );
+                wait_for_unit(s, until, &mut waited_since, why);
             }
         }
     }
