@@ -40,10 +40,10 @@ mod tests;
     "../../sql/sno_monitoring.sql",
     name = "sno_monitoring",
     requires = [
-        generator::monitor::sno_generator_info,
-        generator::monitor::sno_generator_backends,
+        generator::monitor::generator_info,
+        generator::monitor::generator_backends,
         generator::monitor::sno_generator_lineage,
-        generator::durable::sno_generator_initialize
+        generator::durable::generator_initialize
     ]
 );
 

@@ -232,8 +232,8 @@ pub(super) fn raise_state(s: &Shared, st: u32) -> ! {
 /// `take_over` makes this server use the explicit partition of the server it was copied from
 /// (an administrator's word that the original will never make IDs again). Superusers only;
 /// a no-op when sno is not preloaded.
-#[pg_extern(volatile, parallel_unsafe)]
-pub(super) fn sno_generator_initialize(
+#[pg_extern(volatile, parallel_unsafe, name = "sno_generator_initialize")]
+pub(super) fn generator_initialize(
     force: pgrx::default!(bool, false),
     take_over: pgrx::default!(bool, false),
 ) -> bool {

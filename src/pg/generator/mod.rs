@@ -1,7 +1,8 @@
 //! The generator in PostgreSQL: `sno_generate` ([`hot`]: the fast path, the slow path under
 //! the lock, waiting for the clock), the durable state and the lineage ([`durable`]: the state
 //! file and WAL record, `sno_generator_initialize`, the judgment after a copy or promotion) and
-//! monitoring ([`monitor`]: the views' functions). The decisions are pure, in
+//! monitoring ([`monitor`]: the views' functions), and [`compat`]: the C symbols of released
+//! versions whose SQL changed since, for a database not yet updated. The decisions are pure, in
 //! [`crate::generator`]; this is where they meet shared memory, the lock, files and WAL.
 //!
 //! `sno_generate(meta)`: IDs made inside the database, never twice the same.
@@ -20,6 +21,7 @@
 //!
 //! [`Timeline`]: crate::generator::timeline::Timeline
 
+pub mod compat;
 pub mod durable;
 pub mod hot;
 pub mod monitor;

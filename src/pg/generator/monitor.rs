@@ -1,5 +1,12 @@
 //! Monitoring: the functions behind the `sno_generator`, `sno_generator_backends` and
 //! `sno_generator_lineage` views, and `sno_current_partition`.
+//!
+//! The library also serves a database still at extension version 0.1.0 (after the package is
+//! upgraded, before `ALTER EXTENSION sno UPDATE`): its catalog calls the C symbols of 0.1.0,
+//! so the functions whose columns changed since have new symbols (`generator_info_wrapper`,
+//! `generator_backends_wrapper`), and the 0.1.0 symbols (`sno_generator_info_wrapper`,
+//! `sno_generator_backends_wrapper`) return 0.1.0's columns. Released symbols are never
+//! reused for another shape.
 
 use super::{effective_partition, shared_or_raise};
 use crate::id::time::units_to_pg_micros;
@@ -8,9 +15,9 @@ use core::sync::atomic::Ordering::Relaxed;
 use pgrx::prelude::*;
 
 /// `sno_generator_info()`: the server's generator, one row.
-#[pg_extern(volatile, parallel_safe)]
+#[pg_extern(volatile, parallel_safe, name = "sno_generator_info")]
 #[allow(clippy::type_complexity)]
-pub(super) fn sno_generator_info() -> TableIterator<
+pub(super) fn generator_info() -> TableIterator<
     'static,
     (
         name!(partition, i32),
@@ -78,9 +85,9 @@ pub(super) fn sno_generator_info() -> TableIterator<
 
 /// `sno_generator_backends()`: one row per backend that has generated IDs. Execute is granted
 /// to `pg_monitor` only (and superusers).
-#[pg_extern(volatile, parallel_safe)]
+#[pg_extern(volatile, parallel_safe, name = "sno_generator_backends")]
 #[allow(clippy::type_complexity)]
-pub(super) fn sno_generator_backends() -> TableIterator<
+pub(super) fn generator_backends() -> TableIterator<
     'static,
     (
         name!(pid, i32),

@@ -1,0 +1,232 @@
+#!/usr/bin/env bash
+# shellcheck source-path=SCRIPTDIR
+# ALTER EXTENSION sno UPDATE from the previous release, as a DBA does it, with the package:
+#   1. sno 0.1.0 is built from its commit (git archive) and installed into a private copy of a
+#      relocatable PostgreSQL (PG_HOME without sno); the 0.1.0 install script it generates must
+#      be sql/sno--0.1.0.sql, the one this repository keeps.
+#   2. A cluster makes data with it: btree, hash and BRIN indexes, a hash-partitioned table, a
+#      column DEFAULT sno_generate(1), a view and a function over sno (database upd), and
+#      changed privileges and a view over the monitoring views (database upd_acl).
+#   3. The server stops, the 0.2.0 package (TARBALL) is unpacked over the installation with the
+#      README's command, and it starts again with its clock behind the last 0.1.0 ID.
+#   4. Before ALTER EXTENSION UPDATE, the 0.1.0 catalog works with the new library: its
+#      monitoring views (0.1.0's columns), initialize, sno_generate through the DEFAULT.
+#   5. ALTER EXTENSION sno UPDATE; then the catalog (tests/upgrade/catalog.sql: functions and
+#      their labels, operators, operator classes, casts, views, privileges, comments) equals a
+#      fresh CREATE EXTENSION sno in another database, and differed before the update.
+#   6. The data: the old rows unchanged, zero duplicates over every ID of 0.1.0 and 0.2.0 (the
+#      new ones in the same 4 ms units as old ones), the derived partition kept, amcheck, the
+#      hash and BRIN indexes and hash partition routing as in the pg_upgrade test.
+#   7. In upd_acl the update refuses (a view of the user's depends on sno_generator); its HINT
+#      is followed word for word, then the WARNING's HINT about the privileges: they end up as
+#      before, and pg_dump keeps them.
+#
+# Usage (as root): extension_update.sh PG_HOME TARBALL PORT
+# Prints ok:/FAIL: lines; exits non-zero on any failure. About 3 minutes on 2 cores.
+set -uo pipefail
+if (($# != 3)); then
+    echo "usage: $0 PG_HOME TARBALL PORT" >&2
+    exit 2
+fi
+pg_home="$1" tarball="$2" port="$3"
+# shellcheck source=../client/lib.bash
+source "$(dirname "${BASH_SOURCE[0]}")/../client/lib.bash"
+[[ -r "$tarball" ]] || { echo "FAIL: no package $tarball"; exit 1; }
+((EUID == 0)) || { echo "FAIL: run as root (servers run as postgres through sudo)"; exit 1; }
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+
+# The previous release: its version and the commit it was made from.
+OLD_VERSION=0.1.0
+OLD_COMMIT=256c4d8ccdd71803ac690205a735bd177c7531ef
+NEW_VERSION="$(sed -n 's/^version = "\(.*\)"$/\1/p' "$root/Cargo.toml" | head -1)"
+
+harness_setup ext_update "$pg_home/bin" "$port" "$port"
+work="$CL_WORK"
+# shellcheck source=data.bash
+source "$(dirname "${BASH_SOURCE[0]}")/data.bash"
+db=upd
+q() {
+    local node="$1"
+    shift
+    node_psql_db "$node" "$db" "$@"
+}
+nq=(q srv)
+
+# --- 1. sno 0.1.0 in a private PostgreSQL ----------------------------------------------------
+pg="$work/pg"
+cp -a "$pg_home" "$pg"
+rm -f "$pg/lib/sno.so" "$pg/share/extension/sno.control" "$pg/share/extension"/sno--*.sql
+chmod -R a+rX "$pg"
+extdir="$("$pg/bin/pg_config" --sharedir)/extension"
+[[ "$extdir" == "$pg/share/extension" ]] || die "$pg_home is not relocatable (its copy's extension directory is $extdir)"
+src="$work/sno-$OLD_VERSION"
+mkdir -p "$src"
+git -C "$root" archive "$OLD_COMMIT" | tar -x -C "$src" || die "git archive $OLD_COMMIT (sno $OLD_VERSION)"
+t0=$SECONDS
+if (cd "$src" && CARGO_TARGET_DIR="$root/target" cargo pgrx install --pg-config "$pg/bin/pg_config" \
+    --no-default-features --features "pg$CL_MAJOR") >"$work/build-$OLD_VERSION.log" 2>&1; then
+    echo "ok: sno $OLD_VERSION built from $OLD_COMMIT and installed ($((SECONDS - t0)) s)"
+else
+    tail -20 "$work/build-$OLD_VERSION.log"
+    die "building sno $OLD_VERSION"
+fi
+# The install script of the old release is what this repository keeps (comments aside: they
+# carry source line numbers).
+code_only() { grep -v -e '^[[:space:]]*--' -e '^[[:space:]]*$' "$1"; }
+check "sno $OLD_VERSION's install script, generated from its commit, is sql/sno--$OLD_VERSION.sql" \
+    "$(diff <(code_only "$extdir/sno--$OLD_VERSION.sql") <(code_only "$root/sql/sno--$OLD_VERSION.sql") | head -5)" ""
+
+# --- 2. data made with 0.1.0 -------------------------------------------------------------------
+node_new srv "$pg/bin"
+node_initdb srv -E UTF8 --locale=C || die "initdb"
+node_cmdline srv shared_preload_libraries=sno fsync=off sno.max_clock_wait=2000
+node_start srv || die "the 0.1.0 server did not start"
+node_psql srv -c "CREATE DATABASE upd" -c "CREATE DATABASE upd_acl" -c "CREATE ROLE sno_ops" || die "databases"
+q srv -c "CREATE EXTENSION sno" -c "$SNO_DATA_SCHEMA" \
+    -c "CREATE VIEW recent AS SELECT id, sno_time(id) AS made FROM t_main" \
+    -c "CREATE FUNCTION new_ref() RETURNS sno LANGUAGE sql VOLATILE AS 'SELECT sno_generate(2)'" >/dev/null ||
+    die "the 0.1.0 schema"
+check "CREATE EXTENSION sno made version $OLD_VERSION" \
+    "$(q srv -c "SELECT extversion FROM pg_extension WHERE extname = 'sno'")" "$OLD_VERSION"
+batch srv 1 || die "batch 1 with 0.1.0"
+partition="$(q srv -c "SELECT sno_current_partition()")"
+old_last="$(q srv -c "SELECT extract(epoch FROM max(sno_time(x))) FROM $ALL_IDS")"
+digest="$(q srv -c "$DIGEST")"
+check "0.1.0's monitoring views" \
+    "$(q srv -c "SELECT state, leases > 0 FROM sno_generator" -c "SELECT count(*) FROM sno_generator_backends WHERE lease_end IS NOT NULL")" \
+    "ready|t
+0"
+acl_query="SELECT string_agg(format('%s=%s', o, coalesce(a, 'default')), ' ' ORDER BY o) FROM (
+    SELECT 'view:' || c.relname AS o, c.relacl::text AS a FROM pg_class c WHERE c.relname IN ('sno_generator', 'sno_generator_backends')
+    UNION ALL SELECT 'function:' || p.proname, p.proacl::text FROM pg_proc p
+    WHERE p.proname IN ('sno_generator_info', 'sno_generator_backends', 'sno_generator_initialize')) s"
+db=upd_acl
+q srv -c "CREATE EXTENSION sno" \
+    -c "REVOKE SELECT ON sno_generator FROM PUBLIC" \
+    -c "GRANT SELECT ON sno_generator, sno_generator_backends TO sno_ops" \
+    -c "GRANT EXECUTE ON FUNCTION sno_generator_backends() TO sno_ops" \
+    -c "CREATE VIEW my_generator AS SELECT partition, ids_issued FROM sno_generator" || die "upd_acl"
+acl_before="$(q srv -c "$acl_query")"
+db=upd
+node_stop srv || die "stopping the 0.1.0 server"
+state="$(node_data srv)/sno_generator.state"
+check "0.1.0 wrote a version 1 state file" "$(head -1 "$state")" "sno generator state 1"
+
+# --- 3. the package --------------------------------------------------------------------------
+# The README's command for a relocatable PostgreSQL.
+tar -xzf "$tarball" --strip-components=1 -C "$pg" || die "unpacking $tarball"
+check "the package's control file says $NEW_VERSION" \
+    "$(sed -n "s/^default_version = '\(.*\)'$/\1/p" "$extdir/sno.control")" "$NEW_VERSION"
+# Every C symbol any install or upgrade script names is in the new library (with its
+# version-1 record): the library serves every version's SQL.
+missing=""
+syms="$(nm -D --defined-only "$pg/lib/sno.so" | awk '{ print $3 }')"
+for s in $(cat "$root"/sql/sno--*.sql "$extdir"/sno--*.sql | sed -n "s/.*'MODULE_PATHNAME', *'\([A-Za-z0-9_]*\)'.*/\1/p" | sort -u); do
+    grep -qx "$s" <<<"$syms" && grep -qx "pg_finfo_$s" <<<"$syms" || missing+=" $s"
+done
+check "every C symbol of sql/sno--*.sql and the installed scripts is in the new sno.so" "${missing:-none}" none
+# Its clock 3 s behind the last 0.1.0 ID: the restored state must keep new IDs apart.
+offset="$(awk -v last="$old_last" -v now="$(date +%s.%N)" 'BEGIN { d = now - last + 3; printf "%d", (d == int(d)) ? d : int(d) + 1 }')"
+node_clock srv "-${offset}s"
+mark="$(stat -c %s "$(node_log srv)")"
+node_start srv || die "the server did not start with sno $NEW_VERSION"
+started="$(tail -c +"$((mark + 1))" "$(node_log srv)")"
+check "the 0.1.0 state file was read at start, without a complaint" \
+    "$(grep -c 'sno: generator state restored' <<<"$started")|$(grep -c -E 'WARNING|ERROR|FATAL' <<<"$started")" "1|0"
+check "and rewritten in the new format" "$(head -1 "$state")" "sno generator state 2"
+
+# --- 4. the 0.1.0 catalog with the new library -------------------------------------------------
+check "before the update, the database is still at $OLD_VERSION" \
+    "$(q srv -c "SELECT extversion FROM pg_extension WHERE extname = 'sno'")" "$OLD_VERSION"
+check "0.1.0's sno_generator with the new library: its 15 columns" \
+    "$(q srv -c "SELECT count(*) FROM jsonb_object_keys((SELECT to_jsonb(g) FROM sno_generator g))" \
+        -c "SELECT state, partition, leases >= 0 FROM sno_generator")" "15
+ready|$partition|t"
+check "0.1.0's sno_generator_initialize(force) with the new library" \
+    "$(q srv -c "SELECT sno_generator_initialize()" -c "SELECT sno_generator_initialize(false)")" "f
+f"
+batch srv 2 || bad "batch 2 through the 0.1.0 catalog"
+check "0.1.0's sno_generator_backends with the new library: 9 columns, no leases" \
+    "$(q srv -c "SELECT sno_generate(1) IS NOT NULL" \
+        -c "SELECT count(*) FROM jsonb_object_keys((SELECT to_jsonb(b) FROM sno_generator_backends b WHERE pid = pg_backend_pid()))" \
+        -c "SELECT count(*) FROM sno_generator_backends WHERE lease_time IS NOT NULL OR lease_end IS NOT NULL")" "t
+9
+0"
+
+# --- 5. ALTER EXTENSION sno UPDATE, and the catalog ------------------------------------------
+catalog() { node_psql_db srv "$1" -f "$(dirname "${BASH_SOURCE[0]}")/catalog.sql"; }
+node_psql srv -c "CREATE DATABASE fresh" || die "database fresh"
+db=fresh
+q srv -c "CREATE EXTENSION sno" || die "CREATE EXTENSION sno in a new database"
+fresh="$(catalog fresh)"
+check "a new database gets $NEW_VERSION" "$(q srv -c "SELECT extversion FROM pg_extension WHERE extname = 'sno'")" "$NEW_VERSION"
+db=upd
+before="$(catalog upd)"
+differ="$(diff <(echo "$before") <(echo "$fresh") | grep -c '^[<>]')"
+if ((differ > 0)) && grep -q 'function sno_hash(sno) .* LEAKPROOF' <<<"$before"; then
+    echo "ok: before the update the catalog comparison sees $differ differing lines (sno_hash LEAKPROOF among them)"
+else
+    bad "the catalog comparison does not tell 0.1.0 from $NEW_VERSION ($differ lines differ)"
+fi
+check "ALTER EXTENSION sno UPDATE says nothing" "$(q srv -c "ALTER EXTENSION sno UPDATE" 2>&1)" ""
+check "the database is at $NEW_VERSION" "$(q srv -c "SELECT extversion FROM pg_extension WHERE extname = 'sno'")" "$NEW_VERSION"
+after="$(catalog upd)"
+check "the updated catalog equals a fresh CREATE EXTENSION's ($(wc -l <<<"$fresh") objects compared)" \
+    "$(diff <(echo "$after") <(echo "$fresh"))" ""
+check "the new monitoring columns" \
+    "$(q srv -c "SELECT state, units_opened > 0, state_writes >= 0 FROM sno_generator" -c "SELECT count(*) > 0 FROM sno_generator_lineage")" \
+    "ready|t|t
+t"
+batch srv 3 || bad "batch 3 after the update"
+
+# --- 6. the data ------------------------------------------------------------------------------
+name="update $OLD_VERSION -> $NEW_VERSION"
+check "$name: the 0.1.0 rows are identical (md5 of ordered rows and partitions)" "$(q srv -c "$DIGEST")" "$digest"
+total=$((3 * IDS_PER_BATCH))
+check "$name: zero duplicates over all $total IDs of both versions" \
+    "$(q srv -c "SELECT count(*), count(DISTINCT x) FROM $ALL_IDS")" "$total|$total"
+shared_units "$name: IDs made with the 0.1.0 catalog" 1 2
+check "$name: every ID has the derived partition of before ($partition)" \
+    "$(q srv -c "SELECT string_agg(DISTINCT sno_partition(x)::text, ',') FROM $ALL_IDS")" "$partition"
+check "$name: the DEFAULT, the view and the function over sno work" \
+    "$(q srv -c "SELECT pg_get_expr(adbin, adrelid) FROM pg_attrdef WHERE adrelid = 't_main'::regclass" \
+        -c "SELECT count(*) = $((3 * ROWS_MAIN)) FROM recent" -c "SELECT sno_meta(new_ref())")" "sno_generate(1)
+t
+2"
+check_integrity "$name" "$work"
+
+# --- 7. a view over the monitoring views, and changed privileges: the HINTs ------------------
+db=upd_acl
+out="$(q srv -v VERBOSITY=verbose -c "ALTER EXTENSION sno UPDATE" 2>&1)" && bad "the update ran despite my_generator: $out"
+check "the update refuses while a view depends on sno_generator (SQLSTATE 2BP01)" \
+    "$(sed -n 's/^ERROR:  \([0-9A-Z]*\): cannot update extension sno: objects use its monitoring views or functions, which this update re-creates with new columns: \(.*\)$/\1 \2/p' <<<"$out")" \
+    "2BP01 view my_generator"
+hint="$(sed -n 's/^HINT:  //p' <<<"$out")"
+drops="$(sed -n 's/^Save the definitions of those objects, run \(.*;\) then run ALTER EXTENSION sno UPDATE; again, then create them again with the new column names\.$/\1/p' <<<"$hint")"
+check "its HINT names what to drop" "$drops" "DROP VIEW my_generator;"
+# Followed word for word: save the definition, drop, update again, create again.
+viewdef="$(q srv -c "SELECT pg_get_viewdef('my_generator')")"
+q srv -c "$drops" || bad "running the HINT's $drops"
+out="$(q srv -c "ALTER EXTENSION sno UPDATE" 2>&1)" || bad "ALTER EXTENSION sno UPDATE after the HINT: $out"
+check "then the update warns that privileges were reset" \
+    "$(grep -c "^WARNING:  extension sno: this update re-creates monitoring views and functions whose privileges were changed" <<<"$out")" 1
+restore="$(sed -n 's/^HINT:  After ALTER EXTENSION sno UPDATE completes, run: //p' <<<"$out")"
+[[ -n "$restore" ]] || bad "no statements in the WARNING's HINT: $out"
+q srv -c "$restore" || bad "running the HINT's statements: $restore"
+check "the privileges are as before the update" "$(q srv -c "$acl_query")" "$acl_before"
+q srv -c "CREATE VIEW my_generator AS $viewdef" || bad "creating my_generator again"
+check "my_generator works again; sno_ops reads the monitoring views" \
+    "$(q srv -c "SELECT count(*) FROM my_generator" -c "SET ROLE sno_ops" -c "SELECT count(*) FROM sno_generator" \
+        -c "SELECT count(*) >= 0 FROM sno_generator_backends")" "1
+1
+t"
+dump="$(node_client srv pg_dump --schema-only upd_acl)"
+check "pg_dump keeps the administrator's privileges" \
+    "$(grep -c -E '^(REVOKE SELECT ON TABLE public\.sno_generator FROM PUBLIC|GRANT SELECT ON TABLE public\.sno_generator TO sno_ops);' <<<"$dump")" 2
+check "upd_acl's catalog equals a fresh one but for those privileges" \
+    "$(diff <(catalog upd_acl | sed 's/ acl=[^ ]*//') <(sed 's/ acl=[^ ]*//' <<<"$fresh"))" ""
+check "upd_acl makes IDs" "$(q srv -c "SELECT count(DISTINCT sno_generate(1)) FROM generate_series(1, 1000)")" 1000
+
+node_stop srv || bad "stopping the server"
+check "no backend crashed" "$(grep -c -E 'terminated by signal|PANIC' "$(node_log srv)")" 0
+exit "$fail"
