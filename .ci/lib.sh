@@ -20,9 +20,10 @@ export PATH="$HOME/.cargo/bin:$PATH"
 say() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
 
 # Debian packages: PostgreSQL 15 with headers, libclang for bindgen, sudo to run as
-# postgres, libfaketime for clock tests, procps (pgrep) for the crash tests.
+# postgres, libfaketime for clock tests, procps (pgrep) for the crash tests, binutils (readelf,
+# objdump, nm) for the packages.
 ensure_debian_packages() {
-    local want=(postgresql-15 postgresql-server-dev-15 postgresql-contrib libclang-dev clang sudo faketime libfaketime procps)
+    local want=(postgresql-15 postgresql-server-dev-15 postgresql-contrib libclang-dev clang sudo faketime libfaketime procps binutils)
     local missing=()
     for p in "${want[@]}"; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -112,6 +113,61 @@ cluster_stop() {
     bindir="$("$(pg_config_for "$v")" --bindir)"
     [[ -d "$SNO_WORK/$name/data" ]] || return 0
     sudo -u postgres "$bindir/pg_ctl" -D "$SNO_WORK/$name/data" -m fast -w stop >/dev/null 2>&1 || true
+}
+
+# The package files of a major, as .ci/package names them (in target/packages).
+package_version() { sed -n 's/^version = "\(.*\)"$/\1/p' "$SNO_ROOT/Cargo.toml" | head -1; }
+package_deb() { echo "${SNO_PACKAGE_DIR:-$SNO_ROOT/target/packages}/postgresql-$1-sno_$(package_version)-1_$(dpkg --print-architecture).deb"; }
+package_tarball() { echo "${SNO_PACKAGE_DIR:-$SNO_ROOT/target/packages}/sno-$(package_version)-pg$1-x86_64-linux.tar.gz"; }
+
+# remove_sno VERSION: sno removed from a PostgreSQL major, whoever put it there (the Debian
+# package, cargo pgrx install or test, a tarball); fails if a file is left.
+remove_sno() {
+    local v="$1" pg_config lib ext left
+    pg_config="$(pg_config_for "$v")"
+    lib="$("$pg_config" --pkglibdir)"
+    ext="$("$pg_config" --sharedir)/extension"
+    if dpkg-query -W -f='${Status}' "postgresql-$v-sno" 2>/dev/null | grep -q "install ok installed"; then
+        dpkg -r "postgresql-$v-sno" >/dev/null
+    fi
+    rm -f "$lib/sno.so" "$ext/sno.control" "$ext"/sno--*.sql
+    left="$(ls "$lib/sno.so" "$ext"/sno.control "$ext"/sno--*.sql 2>/dev/null || true)"
+    [[ -z "$left" ]] || { echo "left behind: $left"; return 1; }
+}
+
+# install_package VERSION: the source build removed, then the package of .ci/package installed
+# as the README says: the .deb with dpkg -i for the Debian major (15), the tarball unpacked
+# into the relocatable PostgreSQL (a PyPI wheel) for the others. Checks that sno's files in
+# the installation are the package's, byte for byte.
+install_package() {
+    local v="$1" pg_config lib ext pkg tmp f
+    pg_config="$(pg_config_for "$v")"
+    lib="$("$pg_config" --pkglibdir)"
+    ext="$("$pg_config" --sharedir)/extension"
+    remove_sno "$v" || return 1
+    tmp="$(mktemp -d)"
+    if [[ "$v" == 15 ]]; then
+        pkg="$(package_deb "$v")"
+        dpkg -i "$pkg" >/dev/null || { rm -rf "$tmp"; return 1; }
+        dpkg-deb -x "$pkg" "$tmp"
+        echo "installed $(dpkg-query -W -f='${Package} ${Version}' "postgresql-$v-sno") with dpkg -i:"
+        dpkg -L "postgresql-$v-sno" | grep -E '/(lib|extension)/sno' | sed 's/^/  /'
+        f="$tmp/usr/lib/postgresql/$v/lib/sno.so"
+    else
+        pkg="$(package_tarball "$v")"
+        tar -xzf "$pkg" --strip-components=1 -C "$(dirname "$("$pg_config" --bindir)")" || { rm -rf "$tmp"; return 1; }
+        tar -xzf "$pkg" --strip-components=1 -C "$tmp"
+        echo "installed $(basename "$pkg"):"
+        (cd "$tmp" && find . -type f | sort | sed 's/^\./  /')
+        f="$tmp/lib/sno.so"
+    fi
+    local rc=0
+    cmp "$f" "$lib/sno.so" || rc=1
+    for f in "$(dirname "$f")"/../share/extension/* "$tmp"/usr/share/postgresql/"$v"/extension/*; do
+        [[ -f "$f" ]] && { cmp "$f" "$ext/$(basename "$f")" || rc=1; }
+    done
+    rm -rf "$tmp"
+    return $rc
 }
 
 # Installs the extension into a PostgreSQL major (debug build unless PROFILE=release).
