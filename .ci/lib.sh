@@ -136,8 +136,8 @@ remove_sno() {
 }
 
 # install_package VERSION: the source build removed, then the package of .ci/package installed
-# as the README says: the .deb with dpkg -i for the Debian major (15), the tarball unpacked
-# into the relocatable PostgreSQL (a PyPI wheel) for the others. Checks that sno's files in
+# as the README says: the .deb with dpkg -i for the Debian major (15), the tarball's files
+# installed where pg_config says for the others (PyPI wheels). Checks that sno's files in
 # the installation are the package's, byte for byte.
 install_package() {
     local v="$1" pg_config lib ext pkg tmp f
@@ -155,11 +155,16 @@ install_package() {
         f="$tmp/usr/lib/postgresql/$v/lib/sno.so"
     else
         pkg="$(package_tarball "$v")"
-        tar -xzf "$pkg" --strip-components=1 -C "$(dirname "$("$pg_config" --bindir)")" || { rm -rf "$tmp"; return 1; }
-        tar -xzf "$pkg" --strip-components=1 -C "$tmp"
+        # The README's commands, with this major's pg_config.
+        local base
+        base="$(basename "$pkg" .tar.gz)"
+        tar -xzf "$pkg" -C "$tmp" || { rm -rf "$tmp"; return 1; }
+        install -m 755 "$tmp/$base/lib/sno.so" "$("$pg_config" --pkglibdir)" &&
+            install -m 644 "$tmp/$base"/share/extension/* "$("$pg_config" --sharedir)/extension" ||
+            { rm -rf "$tmp"; return 1; }
         echo "installed $(basename "$pkg"):"
         (cd "$tmp" && find . -type f | sort | sed 's/^\./  /')
-        f="$tmp/lib/sno.so"
+        f="$tmp/$base/lib/sno.so"
     fi
     local rc=0
     cmp "$f" "$lib/sno.so" || rc=1

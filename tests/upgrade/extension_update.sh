@@ -7,8 +7,8 @@
 #   2. A cluster makes data with it: btree, hash and BRIN indexes, a hash-partitioned table, a
 #      column DEFAULT sno_generate(1), a view and a function over sno (database upd), and
 #      changed privileges and a view over the monitoring views (database upd_acl).
-#   3. The server stops, the 0.2.0 package (TARBALL) is unpacked over the installation with the
-#      README's command, and it starts again with its clock behind the last 0.1.0 ID.
+#   3. The server stops, the 0.2.0 package (TARBALL) is installed over it with the README's
+#      commands, and it starts again with its clock behind the last 0.1.0 ID.
 #   4. Before ALTER EXTENSION UPDATE, the 0.1.0 catalog works with the new library: its
 #      monitoring views (0.1.0's columns), initialize, sno_generate through the DEFAULT.
 #   5. ALTER EXTENSION sno UPDATE; then the catalog (tests/upgrade/catalog.sql: functions and
@@ -28,7 +28,7 @@ if (($# != 3)); then
     echo "usage: $0 PG_HOME TARBALL PORT" >&2
     exit 2
 fi
-pg_home="$1" tarball="$2" port="$3"
+pg_home="$1" tarball="$(readlink -f "$2")" port="$3"
 # shellcheck source=../client/lib.bash
 source "$(dirname "${BASH_SOURCE[0]}")/../client/lib.bash"
 [[ -r "$tarball" ]] || { echo "FAIL: no package $tarball"; exit 1; }
@@ -113,8 +113,12 @@ state="$(node_data srv)/sno_generator.state"
 check "0.1.0 wrote a version 1 state file" "$(head -1 "$state")" "sno generator state 1"
 
 # --- 3. the package --------------------------------------------------------------------------
-# The README's command for a relocatable PostgreSQL.
-tar -xzf "$tarball" --strip-components=1 -C "$pg" || die "unpacking $tarball"
+# The README's commands for a tarball (pg_config: this installation's).
+base="$(basename "$tarball" .tar.gz)"
+(cd "$work" && tar -xzf "$tarball" &&
+    install -m 755 "$base/lib/sno.so" "$("$pg/bin/pg_config" --pkglibdir)" &&
+    install -m 644 "$base"/share/extension/* "$("$pg/bin/pg_config" --sharedir)/extension") ||
+    die "installing $tarball"
 check "the package's control file says $NEW_VERSION" \
     "$(sed -n "s/^default_version = '\(.*\)'$/\1/p" "$extdir/sno.control")" "$NEW_VERSION"
 # Every C symbol any install or upgrade script names is in the new library (with its
