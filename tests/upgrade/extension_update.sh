@@ -17,6 +17,9 @@
 #   6. The data: the old rows unchanged, zero duplicates over every ID of 0.1.0 and 0.2.0 (the
 #      new ones in the same 4 ms units as old ones), the derived partition kept, amcheck, the
 #      hash and BRIN indexes and hash partition routing as in the pg_upgrade test.
+#   A streaming standby made under 0.1.0 keeps running it while the primary restarts with 0.2.0:
+#      it stops at the first WAL record of sno's resource manager (README, Upgrading, step 1),
+#      then, started again with 0.2.0, resumes and replays the update.
 #   7. In upd_acl the update refuses (a view of the user's depends on sno_generator); its HINT
 #      is followed word for word, then the WARNING's HINT about the privileges: they end up as
 #      before, and pg_dump keeps them.
@@ -29,8 +32,8 @@ if (($# != 3)); then
     exit 2
 fi
 pg_home="$1" tarball="$(readlink -f "$2")" port="$3"
-# shellcheck source=../client/lib.bash
-source "$(dirname "${BASH_SOURCE[0]}")/../client/lib.bash"
+# shellcheck source=../client/cluster.bash
+source "$(dirname "${BASH_SOURCE[0]}")/../client/cluster.bash"
 [[ -r "$tarball" ]] || { echo "FAIL: no package $tarball"; exit 1; }
 ((EUID == 0)) || { echo "FAIL: run as root (servers run as postgres through sudo)"; exit 1; }
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -40,7 +43,7 @@ OLD_VERSION=0.1.0
 OLD_COMMIT=256c4d8ccdd71803ac690205a735bd177c7531ef
 NEW_VERSION="$(sed -n 's/^version = "\(.*\)"$/\1/p' "$root/Cargo.toml" | head -1)"
 
-harness_setup ext_update "$pg_home/bin" "$port" "$port"
+harness_setup ext_update "$pg_home/bin" "$port" $((port + 1))
 work="$CL_WORK"
 # shellcheck source=data.bash
 source "$(dirname "${BASH_SOURCE[0]}")/data.bash"
@@ -59,6 +62,7 @@ rm -f "$pg/lib/sno.so" "$pg/share/extension/sno.control" "$pg/share/extension"/s
 chmod -R a+rX "$pg"
 extdir="$("$pg/bin/pg_config" --sharedir)/extension"
 [[ "$extdir" == "$pg/share/extension" ]] || die "$pg_home is not relocatable (its copy's extension directory is $extdir)"
+CL_BINDIR="$pg/bin" # every node runs this installation
 src="$work/sno-$OLD_VERSION"
 mkdir -p "$src"
 git -C "$root" archive "$OLD_COMMIT" | tar -x -C "$src" || die "git archive $OLD_COMMIT (sno $OLD_VERSION)"
@@ -77,7 +81,7 @@ check "sno $OLD_VERSION's install script, generated from its commit, is sql/sno-
     "$(diff <(code_only "$extdir/sno--$OLD_VERSION.sql") <(code_only "$root/sql/sno--$OLD_VERSION.sql") | head -5)" ""
 
 # --- 2. data made with 0.1.0 -------------------------------------------------------------------
-node_new srv "$pg/bin"
+node_new srv
 node_initdb srv -E UTF8 --locale=C || die "initdb"
 node_cmdline srv shared_preload_libraries=sno fsync=off sno.max_clock_wait=2000
 node_start srv || die "the 0.1.0 server did not start"
@@ -108,6 +112,11 @@ q srv -c "CREATE EXTENSION sno" \
     -c "CREATE VIEW my_generator AS SELECT partition, ids_issued FROM sno_generator" || die "upd_acl"
 acl_before="$(q srv -c "$acl_query")"
 db=upd
+# A streaming standby of it, also running 0.1.0 (the same installation).
+node_basebackup srv stby standby
+node_cmdline stby shared_preload_libraries=sno fsync=off
+node_start stby || die "the 0.1.0 standby did not start"
+node_wait_catchup stby srv || die "the 0.1.0 standby does not replay"
 node_stop srv || die "stopping the 0.1.0 server"
 state="$(node_data srv)/sno_generator.state"
 check "0.1.0 wrote a version 1 state file" "$(head -1 "$state")" "sno generator state 1"
@@ -138,6 +147,8 @@ started="$(tail -c +"$((mark + 1))" "$(node_log srv)")"
 check "the 0.1.0 state file was read at start, without a complaint" \
     "$(grep -c 'sno: generator state restored' <<<"$started")|$(grep -c -E 'WARNING|ERROR|FATAL' <<<"$started")" "1|0"
 check "and rewritten in the new format" "$(head -1 "$state")" "sno generator state 2"
+check "the standby still runs the 0.1.0 library it started with" \
+    "$(node_running stby && grep -c 'sno.so (deleted)' /proc/"$(head -1 "$(node_data stby)/postmaster.pid")"/maps | sed 's/^[1-9][0-9]*$/mapped/')" mapped
 
 # --- 4. the 0.1.0 catalog with the new library -------------------------------------------------
 check "before the update, the database is still at $OLD_VERSION" \
@@ -156,6 +167,14 @@ check "0.1.0's sno_generator_backends with the new library: 9 columns, no leases
         -c "SELECT count(*) FROM sno_generator_backends WHERE lease_time IS NOT NULL OR lease_end IS NOT NULL")" "t
 9
 0"
+
+# The README's step 1: a standby still running 0.1.0 stops at the 0.2.0 primary's first record
+# of sno's resource manager; restarted with 0.2.0, it resumes.
+for ((i = 0; i < 100; i++)); do node_running stby || break; sleep 0.2; done
+check "the 0.1.0 standby stopped at the new WAL records, as the README says" \
+    "$(node_running stby && echo running || grep -c 'resource manager with ID 213 not registered' "$(node_log stby)")" 1
+node_start stby || bad "the standby did not start with sno $NEW_VERSION"
+node_wait_catchup stby srv && echo "ok: restarted with $NEW_VERSION, the standby resumes replay"
 
 # --- 5. ALTER EXTENSION sno UPDATE, and the catalog ------------------------------------------
 catalog() { node_psql_db srv "$1" -f "$(dirname "${BASH_SOURCE[0]}")/catalog.sql"; }
@@ -198,6 +217,10 @@ check "$name: the DEFAULT, the view and the function over sno work" \
 t
 2"
 check_integrity "$name" "$work"
+node_wait_catchup stby srv || bad "the standby does not replay the update"
+check "the standby has the primary's rows and the updated catalog" \
+    "$(node_psql_db stby upd -c "SELECT count(*) FROM t_main" -f "$(dirname "${BASH_SOURCE[0]}")/catalog.sql" | md5sum)" \
+    "$(q srv -c "SELECT count(*) FROM t_main" -f "$(dirname "${BASH_SOURCE[0]}")/catalog.sql" | md5sum)"
 
 # --- 7. a view over the monitoring views, and changed privileges: the HINTs ------------------
 db=upd_acl
@@ -231,6 +254,7 @@ check "upd_acl's catalog equals a fresh one but for those privileges" \
     "$(diff <(catalog upd_acl | sed 's/ acl=[^ ]*//') <(sed 's/ acl=[^ ]*//' <<<"$fresh"))" ""
 check "upd_acl makes IDs" "$(q srv -c "SELECT count(DISTINCT sno_generate(1)) FROM generate_series(1, 1000)")" 1000
 
+node_stop stby || bad "stopping the standby"
 node_stop srv || bad "stopping the server"
-check "no backend crashed" "$(grep -c -E 'terminated by signal|PANIC' "$(node_log srv)")" 0
+check "no process crashed" "$(cat "$(node_log srv)" "$(node_log stby)" | grep -c -E 'terminated by signal|PANIC')" 0
 exit "$fail"
