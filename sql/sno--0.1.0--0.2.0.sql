@@ -16,39 +16,71 @@
 -- Objects of a user's that depend on what is re-created here would make the DROPs fail with
 -- a HINT (CASCADE) that cannot be followed inside ALTER EXTENSION: say what to do instead.
 -- Privileges changed on what is re-created would be reset silently: say how to restore them.
+-- Every name in these messages is schema-qualified, to be run from any session.
 DO $sno$
 DECLARE
-    recreated oid[] := ARRAY['sno_generator'::regclass, 'sno_generator_backends'::regclass,
-        'sno_generator_info()'::regprocedure, 'sno_generator_backends()'::regprocedure,
+    saved_path text := current_setting('search_path');
+    views oid[] := ARRAY['sno_generator'::regclass, 'sno_generator_backends'::regclass]::oid[];
+    funcs oid[] := ARRAY['sno_generator_info()'::regprocedure, 'sno_generator_backends()'::regprocedure,
         'sno_generator_initialize(bool)'::regprocedure]::oid[];
-    rules oid[] := ARRAY(SELECT oid FROM pg_rewrite
-        WHERE ev_class IN ('sno_generator'::regclass, 'sno_generator_backends'::regclass));
+    recreated oid[] := views || funcs;
     drops text;
     objects text;
+    others text;
     restore text;
 BEGIN
-    SELECT string_agg(DISTINCT CASE
-               WHEN d.classid = 'pg_rewrite'::regclass THEN format('DROP %sVIEW %s;',
-                   CASE v.relkind WHEN 'm' THEN 'MATERIALIZED ' ELSE '' END, r.ev_class::regclass)
-               WHEN d.classid = 'pg_proc'::regclass THEN format('DROP FUNCTION %s;', d.objid::regprocedure)
-               ELSE format('drop %s;', pg_describe_object(d.classid, d.objid, d.objsubid)) END, ' '),
-           string_agg(DISTINCT CASE
-               WHEN d.classid = 'pg_rewrite'::regclass THEN format('view %s', r.ev_class::regclass)
-               ELSE pg_describe_object(d.classid, d.objid, d.objsubid) END, ', ')
-      INTO drops, objects
-      FROM pg_depend d
-      LEFT JOIN pg_rewrite r ON d.classid = 'pg_rewrite'::regclass AND r.oid = d.objid
-      LEFT JOIN pg_class v ON v.oid = r.ev_class
-     WHERE d.refobjid = ANY (recreated)
-       AND d.refclassid IN ('pg_class'::regclass, 'pg_proc'::regclass)
-       AND d.deptype IN ('n', 'a')
-       AND NOT (d.classid = 'pg_rewrite'::regclass AND d.objid = ANY (rules))
-       AND NOT (d.classid = 'pg_proc'::regclass AND d.objid = ANY (recreated));
-    IF drops IS NOT NULL THEN
+    PERFORM set_config('search_path', 'pg_catalog, pg_temp', true);
+    -- Everything that uses the re-created views (as relations or row types) and functions, and
+    -- what uses that, and so on; views and functions can be dropped (the deepest first), the
+    -- rest is named.
+    WITH RECURSIVE walk(kind, oid, sub, depth) AS (
+        SELECT 'rel', v, 0, 0 FROM unnest(views) v
+        UNION ALL
+        SELECT 'proc', f, 0, 0 FROM unnest(funcs) f
+        UNION ALL
+        SELECT CASE WHEN d.classid = 'pg_rewrite'::regclass THEN 'rel'
+                    WHEN d.classid = 'pg_proc'::regclass THEN 'proc' ELSE d.classid::text END,
+               CASE WHEN d.classid = 'pg_rewrite'::regclass THEN r.ev_class ELSE d.objid END,
+               CASE WHEN d.classid IN ('pg_rewrite'::regclass, 'pg_proc'::regclass) THEN 0 ELSE d.objsubid END,
+               w.depth + 1
+          FROM walk w
+          LEFT JOIN pg_class c ON w.kind = 'rel' AND c.oid = w.oid
+          LEFT JOIN pg_type t ON t.oid = c.reltype
+          JOIN pg_depend d ON d.deptype = 'n' AND (
+                   (w.kind = 'rel' AND d.refclassid = 'pg_class'::regclass AND d.refobjid = w.oid)
+                OR (w.kind = 'rel' AND d.refclassid = 'pg_type'::regclass AND d.refobjid IN (c.reltype, t.typarray))
+                OR (w.kind = 'proc' AND d.refclassid = 'pg_proc'::regclass AND d.refobjid = w.oid))
+          LEFT JOIN pg_rewrite r ON d.classid = 'pg_rewrite'::regclass AND r.oid = d.objid
+         WHERE w.depth < 32
+    ), found AS (
+        SELECT w.kind, w.oid, w.sub, max(w.depth) AS depth,
+               CASE WHEN w.kind = 'rel' AND c.relkind IN ('v', 'm')
+                        THEN format('DROP %sVIEW %s;', CASE c.relkind WHEN 'm' THEN 'MATERIALIZED ' ELSE '' END, w.oid::regclass)
+                    WHEN w.kind = 'proc'
+                        THEN format('DROP %s %s;', CASE p.prokind WHEN 'p' THEN 'PROCEDURE' WHEN 'a' THEN 'AGGREGATE' ELSE 'FUNCTION' END,
+                                    w.oid::regprocedure) END AS stmt,
+               CASE WHEN w.kind = 'rel' THEN pg_describe_object('pg_class'::regclass, w.oid, 0)
+                    WHEN w.kind = 'proc' THEN pg_describe_object('pg_proc'::regclass, w.oid, 0)
+                    ELSE pg_describe_object(w.kind::oid, w.oid, w.sub) END AS descr
+          FROM walk w
+          LEFT JOIN pg_class c ON w.kind = 'rel' AND c.oid = w.oid
+          LEFT JOIN pg_proc p ON w.kind = 'proc' AND p.oid = w.oid
+         WHERE NOT (w.kind IN ('rel', 'proc') AND w.oid = ANY (recreated))
+         GROUP BY w.kind, w.oid, w.sub, c.relkind, p.prokind
+    )
+    SELECT string_agg(stmt, ' ' ORDER BY depth DESC, stmt),
+           string_agg(descr, ', ' ORDER BY descr),
+           string_agg(descr, ', ' ORDER BY descr) FILTER (WHERE stmt IS NULL)
+      INTO drops, objects, others
+      FROM found;
+    IF objects IS NOT NULL THEN
         RAISE EXCEPTION 'cannot update extension sno: objects use its monitoring views or functions, which this update re-creates with new columns: %', objects
             USING ERRCODE = 'dependent_objects_still_exist',
                   DETAIL = 'In 0.2.0 the column leases of sno_generator and sno_generator_backends is named units_opened; sno_generator gains state_writes and state_write_waits; sno_generator_backends loses lease_time, lease_tick, lease_start and lease_end; sno_generator_initialize gains the argument take_over.',
-                  HINT = format('Save the definitions of those objects, run %s then run ALTER EXTENSION sno UPDATE; again, then create them again with the new column names.', drops);
+                  HINT = concat_ws(' ',
+                      CASE WHEN others IS NOT NULL THEN format('Change %s so that it no longer uses them.', others) END,
+                      CASE WHEN drops IS NOT NULL THEN format('Save the definitions of those objects, run %s then run ALTER EXTENSION sno UPDATE; again, then create them again with the new column names.', drops)
+                           ELSE 'Then run ALTER EXTENSION sno UPDATE; again.' END);
     END IF;
 
     -- Privileges that differ from what CREATE EXTENSION sno 0.1.0 gave: the statements that
@@ -60,8 +92,9 @@ BEGIN
           FROM pg_class c WHERE c.oid = ANY (recreated)
         UNION ALL
         SELECT p.oid, 'pg_proc'::regclass, 'FUNCTION ' || CASE
-                   WHEN p.oid = 'sno_generator_initialize(bool)'::regprocedure
-                   THEN 'sno_generator_initialize(bool, bool)' ELSE p.oid::regprocedure::text END,
+                   WHEN p.proname = 'sno_generator_initialize'
+                   THEN regexp_replace(p.oid::regprocedure::text, '\(boolean\)$', '(boolean, boolean)')
+                   ELSE p.oid::regprocedure::text END,
                p.proacl, acldefault('f', p.proowner), p.proowner
           FROM pg_proc p WHERE p.oid = ANY (recreated)
     ), changed AS (
@@ -89,6 +122,7 @@ BEGIN
         RAISE WARNING 'extension sno: this update re-creates monitoring views and functions whose privileges were changed since CREATE EXTENSION; they get 0.2.0''s default privileges'
             USING HINT = format('After ALTER EXTENSION sno UPDATE completes, run: %s', restore);
     END IF;
+    PERFORM set_config('search_path', saved_path, true);
 END
 $sno$;
 

@@ -30,7 +30,7 @@ SELECT pg_describe_object(m.classid, m.objid, 0) || ' | ' || coalesce(CASE m.cla
                                         a.aggtransfn, a.aggcombinefn, a.aggsortop::regoperator, a.aggtranstype::regtype)
                           FROM pg_aggregate a WHERE a.aggfnoid = p.oid)
                     ELSE regexp_replace(pg_get_functiondef(p.oid), '\s+', ' ', 'g') END
-               || ' acl=' || coalesce(p.proacl::text, 'default')
+               || ' owner=' || p.proowner::regrole || ' acl=' || coalesce(p.proacl::text, 'default')
                || ' comment=' || coalesce(obj_description(p.oid, 'pg_proc'), '')
         FROM pg_proc p WHERE p.oid = m.objid)
     WHEN 'pg_type'::regclass THEN (
@@ -53,13 +53,16 @@ SELECT pg_describe_object(m.classid, m.objid, 0) || ' | ' || coalesce(CASE m.cla
         SELECT format('func=%s context=%s method=%s', c.castfunc::regprocedure, c.castcontext, c.castmethod)
         FROM pg_cast c WHERE c.oid = m.objid)
     WHEN 'pg_class'::regclass THEN (
-        SELECT format('kind=%s columns=%s acl=%s comment=%s def=%s', c.relkind,
+        SELECT format('kind=%s owner=%s columns=%s acl=%s comment=%s def=%s', c.relkind, c.relowner::regrole,
                       (SELECT string_agg(a.attname || ' ' || format_type(a.atttypid, a.atttypmod), ', ' ORDER BY a.attnum)
                        FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped),
                       coalesce(c.relacl::text, 'default'), coalesce(obj_description(c.oid, 'pg_class'), ''),
                       regexp_replace(pg_get_viewdef(c.oid), '\s+', ' ', 'g'))
         FROM pg_class c WHERE c.oid = m.objid)
-    END, '?') AS line
+    END, '?')
+    -- The privileges CREATE EXTENSION gave (what pg_dump compares the current ones with).
+    || coalesce(' init=' || (SELECT i.initprivs::text FROM pg_init_privs i
+                             WHERE i.classoid = m.classid AND i.objoid = m.objid AND i.objsubid = 0), '') AS line
 FROM m
 UNION ALL
 SELECT format('extension sno | version=%s relocatable=%s schema=%s config=%s', e.extversion, e.extrelocatable,

@@ -6,7 +6,8 @@
 #      be sql/sno--0.1.0.sql, the one this repository keeps.
 #   2. A cluster makes data with it: btree, hash and BRIN indexes, a hash-partitioned table, a
 #      column DEFAULT sno_generate(1), a view and a function over sno (database upd), and
-#      changed privileges and a view over the monitoring views (database upd_acl).
+#      sno in schema ids with changed privileges, views (one on another) and a function over
+#      the monitoring views (database upd_acl).
 #   3. The server stops, the 0.2.0 package (TARBALL) is installed over it with the README's
 #      commands, and it starts again with its clock behind the last 0.1.0 ID.
 #   4. Before ALTER EXTENSION UPDATE, the 0.1.0 catalog works with the new library: its
@@ -20,9 +21,9 @@
 #   A streaming standby made under 0.1.0 keeps running it while the primary restarts with 0.2.0:
 #      it stops at the first WAL record of sno's resource manager (README, Upgrading, step 1),
 #      then, started again with 0.2.0, resumes and replays the update.
-#   7. In upd_acl the update refuses (a view of the user's depends on sno_generator); its HINT
-#      is followed word for word, then the WARNING's HINT about the privileges: they end up as
-#      before, and pg_dump keeps them.
+#   7. In upd_acl the update refuses (the user's objects depend on the monitoring views); its
+#      HINT is followed word for word from a session whose search_path lacks ids, then the
+#      WARNING's HINT about the privileges: they end up as before, and pg_dump keeps them.
 #
 # Usage (as root): extension_update.sh PG_HOME TARBALL PORT
 # Prints ok:/FAIL: lines; exits non-zero on any failure. About 3 minutes on 2 cores.
@@ -105,11 +106,13 @@ acl_query="SELECT string_agg(format('%s=%s', o, coalesce(a, 'default')), ' ' ORD
     UNION ALL SELECT 'function:' || p.proname, p.proacl::text FROM pg_proc p
     WHERE p.proname IN ('sno_generator_info', 'sno_generator_backends', 'sno_generator_initialize')) s"
 db=upd_acl
-q srv -c "CREATE EXTENSION sno" \
-    -c "REVOKE SELECT ON sno_generator FROM PUBLIC" \
-    -c "GRANT SELECT ON sno_generator, sno_generator_backends TO sno_ops" \
-    -c "GRANT EXECUTE ON FUNCTION sno_generator_backends() TO sno_ops" \
-    -c "CREATE VIEW my_generator AS SELECT partition, ids_issued FROM sno_generator" || die "upd_acl"
+mon_fn="CREATE FUNCTION mon_backends() RETURNS SETOF ids.sno_generator_backends LANGUAGE sql SECURITY DEFINER AS 'SELECT * FROM ids.sno_generator_backends'"
+q srv -c "CREATE SCHEMA ids" -c "CREATE EXTENSION sno SCHEMA ids" -c "GRANT USAGE ON SCHEMA ids TO sno_ops" \
+    -c "REVOKE SELECT ON ids.sno_generator FROM PUBLIC" \
+    -c "GRANT SELECT ON ids.sno_generator, ids.sno_generator_backends TO sno_ops" \
+    -c "GRANT EXECUTE ON FUNCTION ids.sno_generator_backends() TO sno_ops" \
+    -c "CREATE VIEW my_generator AS SELECT partition, ids_issued FROM ids.sno_generator" \
+    -c "CREATE VIEW my_generator2 AS SELECT partition FROM my_generator" -c "$mon_fn" || die "upd_acl"
 acl_before="$(q srv -c "$acl_query")"
 db=upd
 # A streaming standby of it, also running 0.1.0 (the same installation).
@@ -117,12 +120,9 @@ node_basebackup srv stby standby
 node_cmdline stby shared_preload_libraries=sno fsync=off
 node_start stby || die "the 0.1.0 standby did not start"
 node_wait_catchup stby srv || die "the 0.1.0 standby does not replay"
-node_stop srv || die "stopping the 0.1.0 server"
-state="$(node_data srv)/sno_generator.state"
-check "0.1.0 wrote a version 1 state file" "$(head -1 "$state")" "sno generator state 1"
 
 # --- 3. the package --------------------------------------------------------------------------
-# The README's commands for a tarball (pg_config: this installation's).
+# The README's commands for a tarball (pg_config: this installation's), while both servers run.
 base="$(basename "$tarball" .tar.gz)"
 (cd "$work" && tar -xzf "$tarball" &&
     install -m 755 "$base/lib/sno.so" "$("$pg/bin/pg_config" --pkglibdir)" &&
@@ -138,6 +138,14 @@ for s in $(cat "$root"/sql/sno--*.sql "$extdir"/sno--*.sql | sed -n "s/.*'MODULE
     grep -qx "$s" <<<"$syms" && grep -qx "pg_finfo_$s" <<<"$syms" || missing+=" $s"
 done
 check "every C symbol of sql/sno--*.sql and the installed scripts is in the new sno.so" "${missing:-none}" none
+# Before the restart the server runs the 0.1.0 library: the update fails and changes nothing.
+out="$(q srv -c "ALTER EXTENSION sno UPDATE" 2>&1)" && bad "the update ran on the old library: $out"
+check "before the restart, ALTER EXTENSION sno UPDATE fails cleanly (the old library is loaded)" \
+    "$(grep -c 'ERROR:  could not find function "generator_[a-z_]*_wrapper" in file' <<<"$out")|$(q srv -c "SELECT extversion FROM pg_extension WHERE extname = 'sno'")" \
+    "1|$OLD_VERSION"
+node_stop srv || die "stopping the 0.1.0 server"
+state="$(node_data srv)/sno_generator.state"
+check "0.1.0 wrote a version 1 state file" "$(head -1 "$state")" "sno generator state 1"
 # Its clock 3 s behind the last 0.1.0 ID: the restored state must keep new IDs apart.
 offset="$(awk -v last="$old_last" -v now="$(date +%s.%N)" 'BEGIN { d = now - last + 3; printf "%d", (d == int(d)) ? d : int(d) + 1 }')"
 node_clock srv "-${offset}s"
@@ -174,7 +182,8 @@ for ((i = 0; i < 100; i++)); do node_running stby || break; sleep 0.2; done
 check "the 0.1.0 standby stopped at the new WAL records, as the README says" \
     "$(node_running stby && echo running || grep -c 'resource manager with ID 213 not registered' "$(node_log stby)")" 1
 node_start stby || bad "the standby did not start with sno $NEW_VERSION"
-node_wait_catchup stby srv && echo "ok: restarted with $NEW_VERSION, the standby resumes replay"
+node_wait_catchup stby srv && echo "ok: restarted with $NEW_VERSION, the standby resumes replay" ||
+    bad "the standby restarted with $NEW_VERSION does not replay"
 
 # --- 5. ALTER EXTENSION sno UPDATE, and the catalog ------------------------------------------
 catalog() { node_psql_db srv "$1" -f "$(dirname "${BASH_SOURCE[0]}")/catalog.sql"; }
@@ -225,14 +234,17 @@ check "the standby has the primary's rows and the updated catalog" \
 # --- 7. a view over the monitoring views, and changed privileges: the HINTs ------------------
 db=upd_acl
 out="$(q srv -v VERBOSITY=verbose -c "ALTER EXTENSION sno UPDATE" 2>&1)" && bad "the update ran despite my_generator: $out"
-check "the update refuses while a view depends on sno_generator (SQLSTATE 2BP01)" \
+check "the update refuses while the user's objects use the monitoring views (SQLSTATE 2BP01)" \
     "$(sed -n 's/^ERROR:  \([0-9A-Z]*\): cannot update extension sno: objects use its monitoring views or functions, which this update re-creates with new columns: \(.*\)$/\1 \2/p' <<<"$out")" \
-    "2BP01 view my_generator"
+    "2BP01 function public.mon_backends(), view public.my_generator, view public.my_generator2"
 hint="$(sed -n 's/^HINT:  //p' <<<"$out")"
 drops="$(sed -n 's/^Save the definitions of those objects, run \(.*;\) then run ALTER EXTENSION sno UPDATE; again, then create them again with the new column names\.$/\1/p' <<<"$hint")"
-check "its HINT names what to drop" "$drops" "DROP VIEW my_generator;"
-# Followed word for word: save the definition, drop, update again, create again.
+check "its HINT names what to drop, dependents first" "$drops" \
+    "DROP VIEW public.my_generator2; DROP FUNCTION public.mon_backends(); DROP VIEW public.my_generator;"
+# Followed word for word (search_path without ids): save the definitions, drop, update again,
+# create again.
 viewdef="$(q srv -c "SELECT pg_get_viewdef('my_generator')")"
+viewdef2="$(q srv -c "SELECT pg_get_viewdef('my_generator2')")"
 q srv -c "$drops" || bad "running the HINT's $drops"
 out="$(q srv -c "ALTER EXTENSION sno UPDATE" 2>&1)" || bad "ALTER EXTENSION sno UPDATE after the HINT: $out"
 check "then the update warns that privileges were reset" \
@@ -241,18 +253,22 @@ restore="$(sed -n 's/^HINT:  After ALTER EXTENSION sno UPDATE completes, run: //
 [[ -n "$restore" ]] || bad "no statements in the WARNING's HINT: $out"
 q srv -c "$restore" || bad "running the HINT's statements: $restore"
 check "the privileges are as before the update" "$(q srv -c "$acl_query")" "$acl_before"
-q srv -c "CREATE VIEW my_generator AS $viewdef" || bad "creating my_generator again"
+q srv -c "CREATE VIEW my_generator AS $viewdef" -c "CREATE VIEW my_generator2 AS $viewdef2" -c "$mon_fn" ||
+    bad "creating my_generator, my_generator2 and mon_backends() again"
 check "my_generator works again; sno_ops reads the monitoring views" \
-    "$(q srv -c "SELECT count(*) FROM my_generator" -c "SET ROLE sno_ops" -c "SELECT count(*) FROM sno_generator" \
-        -c "SELECT count(*) >= 0 FROM sno_generator_backends")" "1
+    "$(q srv -c "SELECT count(*) FROM my_generator2" -c "SELECT count(*) >= 0 FROM mon_backends()" -c "SET ROLE sno_ops" \
+        -c "SELECT count(*) FROM ids.sno_generator" -c "SELECT count(*) >= 0 FROM ids.sno_generator_backends")" "1
+t
 1
 t"
 dump="$(node_client srv pg_dump --schema-only upd_acl)"
 check "pg_dump keeps the administrator's privileges" \
-    "$(grep -c -E '^(REVOKE SELECT ON TABLE public\.sno_generator FROM PUBLIC|GRANT SELECT ON TABLE public\.sno_generator TO sno_ops);' <<<"$dump")" 2
-check "upd_acl's catalog equals a fresh one but for those privileges" \
-    "$(diff <(catalog upd_acl | sed 's/ acl=[^ ]*//') <(sed 's/ acl=[^ ]*//' <<<"$fresh"))" ""
-check "upd_acl makes IDs" "$(q srv -c "SELECT count(DISTINCT sno_generate(1)) FROM generate_series(1, 1000)")" 1000
+    "$(grep -c -E '^(REVOKE SELECT ON TABLE ids\.sno_generator FROM PUBLIC|GRANT SELECT ON TABLE ids\.sno_generator TO sno_ops);' <<<"$dump")" 2
+# The catalog seen with ids first on the search_path (so that names print as in public).
+check "upd_acl's catalog equals a fresh one but for the schema and those privileges" \
+    "$(diff <(PGOPTIONS="-c search_path=ids" catalog upd_acl | sed -e 's/ acl=[^ ]*//' -e 's/schema=ids/schema=public/' -e 's/ ids\./ public./g') \
+        <(sed 's/ acl=[^ ]*//' <<<"$fresh"))" ""
+check "upd_acl makes IDs" "$(q srv -c "SELECT count(DISTINCT ids.sno_generate(1)) FROM generate_series(1, 1000)")" 1000
 
 node_stop stby || bad "stopping the standby"
 node_stop srv || bad "stopping the server"
