@@ -100,7 +100,12 @@ BEGIN
     ), changed AS (
         SELECT obj.*, coalesce(i.initprivs, obj.dflt) AS initial
           FROM obj LEFT JOIN pg_init_privs i ON i.objoid = obj.oid AND i.classoid = obj.cls AND i.objsubid = 0
-         WHERE coalesce(obj.acl, obj.dflt)::text[] IS DISTINCT FROM coalesce(i.initprivs, obj.dflt)::text[]
+         -- The owner's own privileges aside (they change with PostgreSQL majors, e.g. MAINTAIN).
+         WHERE ARRAY(SELECT row(a.grantee, a.privilege_type, a.is_grantable)::text
+                       FROM aclexplode(coalesce(obj.acl, obj.dflt)) a WHERE a.grantee <> obj.owner ORDER BY 1)
+               IS DISTINCT FROM
+               ARRAY(SELECT row(a.grantee, a.privilege_type, a.is_grantable)::text
+                       FROM aclexplode(coalesce(i.initprivs, obj.dflt)) a WHERE a.grantee <> obj.owner ORDER BY 1)
     )
     SELECT string_agg(s, ' ' ORDER BY target, n, s) INTO restore
       FROM (
@@ -121,6 +126,20 @@ BEGIN
     IF restore IS NOT NULL THEN
         RAISE WARNING 'extension sno: this update re-creates monitoring views and functions whose privileges were changed since CREATE EXTENSION; they get 0.2.0''s default privileges'
             USING HINT = format('After ALTER EXTENSION sno UPDATE completes, run: %s', restore);
+    END IF;
+
+    -- Function bodies are not tracked as dependencies: name those that mention the re-created
+    -- views or functions, so that their owner can check them for the renamed columns.
+    SELECT string_agg(p.oid::regprocedure::text, ', ' ORDER BY p.oid::regprocedure::text) INTO others
+      FROM pg_proc p JOIN pg_language l ON l.oid = p.prolang
+     WHERE l.lanname NOT IN ('c', 'internal')
+       AND p.prosrc ~ '\msno_generator(_backends|_info|_initialize)?\M'
+       AND NOT EXISTS (SELECT FROM pg_depend d WHERE d.classid = 'pg_proc'::regclass AND d.objid = p.oid
+                          AND d.deptype = 'e');
+    IF others IS NOT NULL THEN
+        RAISE WARNING 'extension sno: the bodies of % mention its monitoring views or functions, whose columns this update changes', others
+            USING DETAIL = 'In 0.2.0 the column leases of sno_generator and sno_generator_backends is named units_opened; sno_generator gains state_writes and state_write_waits; sno_generator_backends loses lease_time, lease_tick, lease_start and lease_end; sno_generator_initialize gains the argument take_over.',
+                  HINT = 'Where those bodies use leases or the lease_* columns, change them to the 0.2.0 columns.';
     END IF;
     PERFORM set_config('search_path', saved_path, true);
 END

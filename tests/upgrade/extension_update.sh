@@ -112,7 +112,9 @@ q srv -c "CREATE SCHEMA ids" -c "CREATE EXTENSION sno SCHEMA ids" -c "GRANT USAG
     -c "GRANT SELECT ON ids.sno_generator, ids.sno_generator_backends TO sno_ops" \
     -c "GRANT EXECUTE ON FUNCTION ids.sno_generator_backends() TO sno_ops" \
     -c "CREATE VIEW my_generator AS SELECT partition, ids_issued FROM ids.sno_generator" \
-    -c "CREATE VIEW my_generator2 AS SELECT partition FROM my_generator" -c "$mon_fn" || die "upd_acl"
+    -c "CREATE VIEW my_generator2 AS SELECT partition FROM my_generator" -c "$mon_fn" \
+    -c "CREATE FUNCTION lease_count() RETURNS bigint LANGUAGE plpgsql AS \$\$ BEGIN RETURN (SELECT leases FROM ids.sno_generator); END \$\$" ||
+    die "upd_acl"
 acl_before="$(q srv -c "$acl_query")"
 db=upd
 # A streaming standby of it, also running 0.1.0 (the same installation).
@@ -249,6 +251,11 @@ q srv -c "$drops" || bad "running the HINT's $drops"
 out="$(q srv -c "ALTER EXTENSION sno UPDATE" 2>&1)" || bad "ALTER EXTENSION sno UPDATE after the HINT: $out"
 check "then the update warns that privileges were reset" \
     "$(grep -c "^WARNING:  extension sno: this update re-creates monitoring views and functions whose privileges were changed" <<<"$out")" 1
+check "and that lease_count()'s body mentions the monitoring views" \
+    "$(grep -c '^WARNING:  extension sno: the bodies of public.lease_count() mention its monitoring views or functions' <<<"$out")" 1
+check "with a HINT to change them" "$(grep -c '^HINT:  Where those bodies use leases or the lease_\* columns, change them to the 0.2.0 columns.$' <<<"$out")" 1
+q srv -c "CREATE OR REPLACE FUNCTION lease_count() RETURNS bigint LANGUAGE plpgsql AS \$\$ BEGIN RETURN (SELECT units_opened FROM ids.sno_generator); END \$\$" \
+    -c "SELECT lease_count() >= 0" >/dev/null || bad "lease_count() changed as the HINT says does not work"
 restore="$(sed -n 's/^HINT:  After ALTER EXTENSION sno UPDATE completes, run: //p' <<<"$out")"
 [[ -n "$restore" ]] || bad "no statements in the WARNING's HINT: $out"
 q srv -c "$restore" || bad "running the HINT's statements: $restore"
