@@ -113,6 +113,7 @@ q srv -c "CREATE SCHEMA ids" -c "CREATE EXTENSION sno SCHEMA ids" -c "GRANT USAG
     -c "GRANT EXECUTE ON FUNCTION ids.sno_generator_backends() TO sno_ops" \
     -c "CREATE VIEW my_generator AS SELECT partition, ids_issued FROM ids.sno_generator" \
     -c "CREATE VIEW my_generator2 AS SELECT partition FROM my_generator" -c "$mon_fn" \
+    -c "CREATE TABLE snap (taken timestamptz, g ids.sno_generator)" \
     -c "CREATE FUNCTION lease_count() RETURNS bigint LANGUAGE plpgsql AS \$\$ BEGIN RETURN (SELECT leases FROM ids.sno_generator); END \$\$" ||
     die "upd_acl"
 acl_before="$(q srv -c "$acl_query")"
@@ -238,9 +239,13 @@ db=upd_acl
 out="$(q srv -v VERBOSITY=verbose -c "ALTER EXTENSION sno UPDATE" 2>&1)" && bad "the update ran despite my_generator: $out"
 check "the update refuses while the user's objects use the monitoring views (SQLSTATE 2BP01)" \
     "$(sed -n 's/^ERROR:  \([0-9A-Z]*\): cannot update extension sno: objects use its monitoring views or functions, which this update re-creates with new columns: \(.*\)$/\1 \2/p' <<<"$out")" \
-    "2BP01 function public.mon_backends(), view public.my_generator, view public.my_generator2"
+    "2BP01 column g of table public.snap, function public.mon_backends(), view public.my_generator, view public.my_generator2"
 hint="$(sed -n 's/^HINT:  //p' <<<"$out")"
-drops="$(sed -n 's/^Save the definitions of those objects, run \(.*;\) then run ALTER EXTENSION sno UPDATE; again, then create them again with the new column names\.$/\1/p' <<<"$hint")"
+change="$(sed -n 's/^Change \(.*\) so that it no longer uses them\. Save the definitions.*/\1/p' <<<"$hint")"
+drops="$(sed -n 's/.*Save the definitions of those objects, run \(.*;\) then run ALTER EXTENSION sno UPDATE; again, then create them again with the new column names\.$/\1/p' <<<"$hint")"
+check "its HINT names what to change" "$change" "column g of table public.snap"
+# That change: the column goes (a row of the old view's type cannot be kept as such).
+q srv -c "ALTER TABLE public.snap DROP COLUMN g" || bad "dropping column g of table public.snap"
 check "its HINT names what to drop, dependents first" "$drops" \
     "DROP VIEW public.my_generator2; DROP FUNCTION public.mon_backends(); DROP VIEW public.my_generator;"
 # Followed word for word (search_path without ids): save the definitions, drop, update again,
