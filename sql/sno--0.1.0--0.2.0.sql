@@ -24,6 +24,7 @@ DECLARE
     funcs oid[] := ARRAY['sno_generator_info()'::regprocedure, 'sno_generator_backends()'::regprocedure,
         'sno_generator_initialize(bool)'::regprocedure]::oid[];
     recreated oid[] := views || funcs;
+    changes text := 'In 0.2.0 the column leases of sno_generator and sno_generator_backends is named units_opened; sno_generator gains state_writes and state_write_waits; sno_generator_backends loses lease_time, lease_tick, lease_start and lease_end; sno_generator_initialize gains the argument take_over.';
     drops text;
     objects text;
     others text;
@@ -84,7 +85,7 @@ BEGIN
     IF objects IS NOT NULL THEN
         RAISE EXCEPTION 'cannot update extension sno: objects use its monitoring views or functions, which this update re-creates with new columns: %', objects
             USING ERRCODE = 'dependent_objects_still_exist',
-                  DETAIL = 'In 0.2.0 the column leases of sno_generator and sno_generator_backends is named units_opened; sno_generator gains state_writes and state_write_waits; sno_generator_backends loses lease_time, lease_tick, lease_start and lease_end; sno_generator_initialize gains the argument take_over.',
+                  DETAIL = changes,
                   HINT = concat_ws(' ',
                       CASE WHEN others IS NOT NULL THEN format('Change %s so that it no longer uses them.', others) END,
                       CASE WHEN drops IS NOT NULL THEN format('Save the definitions of those objects, run %s then run ALTER EXTENSION sno UPDATE; again, then create them again with the new column names.', drops)
@@ -146,7 +147,7 @@ BEGIN
                           AND d.deptype = 'e');
     IF others IS NOT NULL THEN
         RAISE WARNING 'extension sno: the bodies of % mention its monitoring views or functions, whose columns this update changes', others
-            USING DETAIL = 'In 0.2.0 the column leases of sno_generator and sno_generator_backends is named units_opened; sno_generator gains state_writes and state_write_waits; sno_generator_backends loses lease_time, lease_tick, lease_start and lease_end; sno_generator_initialize gains the argument take_over.',
+            USING DETAIL = changes,
                   HINT = 'Where those bodies use leases or the lease_* columns, change them to the 0.2.0 columns.';
     END IF;
     PERFORM set_config('search_path', saved_path, true);
