@@ -6,11 +6,15 @@
 --   sno_generator_info()          RETURNS TABLE (...)  VOLATILE PARALLEL SAFE   (monitor.rs)
 --   sno_generator_backends()      RETURNS TABLE (...)  VOLATILE PARALLEL SAFE   (monitor.rs)
 --   sno_generator_lineage()       RETURNS TABLE (...)  VOLATILE PARALLEL SAFE   (monitor.rs)
+--   sno_generator_slice()         RETURNS TABLE (...)  VOLATILE PARALLEL SAFE   (monitor.rs)
 --   sno_current_partition()       RETURNS int4         STABLE PARALLEL SAFE     (monitor.rs)
 --   sno_generator_initialize(force bool DEFAULT false, take_over bool DEFAULT false)
 --                                 RETURNS bool         VOLATILE PARALLEL UNSAFE (durable.rs)
 
-CREATE VIEW sno_generator AS SELECT * FROM sno_generator_info();
+-- The slice's columns come last: 0.3.0 added them with CREATE OR REPLACE VIEW, which keeps
+-- the views and grants that depend on sno_generator.
+CREATE VIEW sno_generator AS
+    SELECT i.*, s.* FROM sno_generator_info() i CROSS JOIN sno_generator_slice() s;
 COMMENT ON VIEW sno_generator IS 'the server''s sno generator: partition, timeline, counters';
 GRANT SELECT ON sno_generator TO PUBLIC;
 

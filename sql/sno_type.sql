@@ -181,3 +181,11 @@ COMMENT ON FUNCTION sno_min(timestamptz) IS 'smallest sno ID of the 4 ms unit ho
 CREATE FUNCTION sno_max(timestamptz) RETURNS sno
     AS 'MODULE_PATHNAME', 'sno_max' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION sno_max(timestamptz) IS 'largest sno ID of the 4 ms unit holding the instant';
+-- sno_min/sno_max for every instant, never an error: the bounds the planner adds next to a
+-- sno_time(id) comparison (src/pg/planner.rs), so that it scans the index on id.
+CREATE FUNCTION sno_lower_bound(timestamptz) RETURNS sno
+    AS 'MODULE_PATHNAME', 'sno_lower_bound' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION sno_lower_bound(timestamptz) IS 'sno_min of the instant, or the smallest/largest ID outside the format''s range: sno_time(id) >= t implies id >= sno_lower_bound(t)';
+CREATE FUNCTION sno_upper_bound(timestamptz) RETURNS sno
+    AS 'MODULE_PATHNAME', 'sno_upper_bound' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION sno_upper_bound(timestamptz) IS 'sno_max of the instant, or the smallest/largest ID outside the format''s range: sno_time(id) <= t implies id <= sno_upper_bound(t)';

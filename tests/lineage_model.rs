@@ -108,7 +108,7 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 use sno::generator::lineage::{start_timeline, ticks, Refusal, State, UPGRADED};
 use sno::generator::state_file::{decode, decode_record, encode, encode_record, Persisted};
-use sno::generator::timeline::{derived_partition, Cursor, Grant, Timeline};
+use sno::generator::timeline::{derived_partition, Cursor, Grant, Slice, Timeline};
 use sno::id::layout::{Sno, MAX_UNITS};
 use std::cell::RefCell;
 use std::collections::{BTreeSet, HashMap, HashSet};
@@ -431,8 +431,8 @@ impl Mem {
     fn new(sysid: u64) -> Mem {
         Mem {
             st: State::fresh(sysid, 0, 0, 0),
-            tl: Timeline::new(),
-            cursor: Cursor::new(),
+            tl: Timeline::default(),
+            cursor: Cursor::default(),
             epoch: 1,
             status: Status::Missing,
             judged: (u32::MAX, -1),
@@ -1003,7 +1003,7 @@ impl World {
                     }
                     // (The configured partition is noted here only for sno 0.1.0 files, which
                     // the model never writes.)
-                    mem.tl = Timeline::restore(st.me);
+                    mem.tl = Timeline::restore(st.me, Slice::FULL);
                     mem.st = st;
                     mem.status = Status::Ready;
                     // As the glue: compared with the file as read.
@@ -1532,7 +1532,7 @@ impl World {
                 let s = &mut self.servers[x];
                 s.mem.tl.close(&s.mem.cursor);
                 s.mem.epoch += 1;
-                let mut tl = Timeline::restore(f.me);
+                let mut tl = Timeline::restore(f.me, Slice::FULL);
                 tl.absorb(s.mem.tl.durable(), &s.mem.cursor);
                 s.mem.tl = tl;
                 s.mem.st = f;

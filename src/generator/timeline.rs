@@ -26,6 +26,77 @@
 /// Sequence numbers per unit and partition.
 pub const POOL: u32 = 1 << 16;
 
+/// The smallest slice of the pool a generator may be confined to: muyo/sno refuses sequence
+/// pools with a capacity below 4 (`minSequencePoolSize`).
+pub const MIN_SLICE: u32 = 4;
+
+/// The slice of the sequence pool a generator uses, `min..=max` (muyo/sno's `SequenceMin` and
+/// `SequenceMax`, its "sequence sharding"): generators on disjoint slices may share a
+/// partition. Every unit offers `max - min + 1` IDs.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Slice {
+    /// The first sequence number of every unit.
+    pub min: u16,
+    /// The last sequence number of every unit.
+    pub max: u16,
+}
+
+/// Why a slice was refused ([`Slice::new`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SliceError {
+    /// A bound outside 0..=65535.
+    OutOfRange,
+    /// `min >= max`.
+    Reversed,
+    /// Fewer than [`MIN_SLICE`] sequence numbers.
+    TooSmall,
+}
+
+impl Slice {
+    /// The whole pool, 0..=65535 (the default).
+    pub const FULL: Slice = Slice {
+        min: 0,
+        max: u16::MAX,
+    };
+
+    /// The slice `min..=max`, if a generator may use it: both in 0..=65535, `min < max`, and
+    /// at least [`MIN_SLICE`] numbers.
+    pub const fn new(min: i64, max: i64) -> Result<Slice, SliceError> {
+        if min < 0 || max < 0 || min > u16::MAX as i64 || max > u16::MAX as i64 {
+            return Err(SliceError::OutOfRange);
+        }
+        if min >= max {
+            return Err(SliceError::Reversed);
+        }
+        if max - min + 1 < MIN_SLICE as i64 {
+            return Err(SliceError::TooSmall);
+        }
+        Ok(Slice {
+            min: min as u16,
+            max: max as u16,
+        })
+    }
+
+    /// IDs per unit: `max - min + 1`.
+    #[inline(always)]
+    pub const fn capacity(self) -> u32 {
+        self.max as u32 - self.min as u32 + 1
+    }
+
+    /// One past the last sequence number (`max + 1`).
+    #[inline(always)]
+    pub const fn end(self) -> u32 {
+        self.max as u32 + 1
+    }
+
+    /// Whether sequence number `seq` is in the slice.
+    #[inline(always)]
+    pub const fn contains(self, seq: u16) -> bool {
+        self.min <= seq && seq <= self.max
+    }
+}
+
 /// The server-wide timeline. `#[repr(C)]` because it lives in shared memory.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -45,6 +116,8 @@ pub struct Timeline {
     pub horizon: u64,
     /// `drifts` as last written.
     pub written_drifts: u64,
+    /// The slice of the pool every unit is numbered from (fixed for the server's life).
+    pub slice: Slice,
 }
 
 /// What the timeline answers a backend whose clock reads a unit the cursor does not serve.
@@ -79,26 +152,28 @@ pub enum Grant {
 
 impl Default for Timeline {
     fn default() -> Self {
-        Timeline::new()
+        Timeline::new(Slice::FULL)
     }
 }
 
 impl Timeline {
-    /// A timeline on which nothing has been issued yet.
-    pub const fn new() -> Timeline {
+    /// A timeline on which nothing has been issued yet, numbering units from `slice`.
+    pub const fn new(slice: Slice) -> Timeline {
         Timeline {
             hi: 0,
-            next: 0,
+            next: slice.min as u32,
             safe: -1,
             drifts: 0,
             horizon: 0,
             written_drifts: 0,
+            slice,
         }
     }
 
     /// The timeline after a restart or a crash, from its durable state: every unit up to the
-    /// horizon counts as used, so a clock behind it is a regression like any other.
-    pub const fn restore(p: Persisted) -> Timeline {
+    /// horizon counts as used (whatever slice numbered it), so a clock behind it is a
+    /// regression like any other.
+    pub const fn restore(p: Persisted, slice: Slice) -> Timeline {
         Timeline {
             hi: p.horizon,
             next: POOL,
@@ -106,6 +181,7 @@ impl Timeline {
             drifts: p.drifts,
             horizon: p.horizon,
             written_drifts: p.drifts,
+            slice,
         }
     }
 
@@ -198,7 +274,7 @@ impl Timeline {
         let mut flipped = false;
         if now > self.hi {
             self.hi = now;
-            self.next = 0;
+            self.next = self.slice.min as u32;
         } else if now < self.hi {
             if now as i64 > self.safe {
                 // First regression (or one past every unit of the other timeline): flip T and
@@ -207,7 +283,7 @@ impl Timeline {
                 self.safe = self.hi as i64;
                 self.drifts += 1;
                 self.hi = now;
-                self.next = 0;
+                self.next = self.slice.min as u32;
                 flipped = true;
             } else {
                 // Back into time used on this timeline, and the other one is used here too:
@@ -217,7 +293,7 @@ impl Timeline {
                 };
             }
         }
-        if self.next >= POOL {
+        if self.next >= self.slice.end() {
             return Grant::FullUnit { until: self.hi + 1 };
         }
         if dirty || !self.covers(self.hi) {
@@ -267,10 +343,11 @@ pub const fn word_seq(w: u64) -> u32 {
 }
 
 /// The ID a cursor word hands out to a backend whose clock reads unit `now`, if it may:
-/// the word serves that unit, is open, and has numbers left.
+/// the word serves that unit, is open, and has numbers left below `end` (one past the last
+/// sequence number of the slice).
 #[inline(always)]
-pub const fn id_of(w: u64, now: u64) -> Option<(u64, u8, u16)> {
-    if word_unit(w) == now && (w & SEQ_MASK) < POOL as u64 {
+pub const fn id_of(w: u64, now: u64, end: u64) -> Option<(u64, u8, u16)> {
+    if word_unit(w) == now && (w & SEQ_MASK) < end {
         Some((now, word_tick(w), (w & SEQ_MASK) as u16))
     } else {
         None
@@ -278,42 +355,52 @@ pub const fn id_of(w: u64, now: u64) -> Option<(u64, u8, u16)> {
 }
 
 /// The server's shared cursor: which unit, timeline and next sequence number IDs are made
-/// with now. One atomic word in shared memory (`#[repr(transparent)]`); only
-/// [`Timeline::advance`] opens it, under the lock, and only on a unit the durable state
-/// covers; [`Cursor::take`] spends it with one atomic increment and no lock.
-#[repr(transparent)]
+/// with now. One atomic word in shared memory, and beside it the end of the slice, fixed when
+/// the cursor is made; only [`Timeline::advance`] opens it, under the lock, and only on a unit
+/// the durable state covers; [`Cursor::take`] spends it with one atomic increment and no lock.
+#[repr(C)]
 #[derive(Debug)]
-pub struct Cursor(core::sync::atomic::AtomicU64);
+pub struct Cursor {
+    word: core::sync::atomic::AtomicU64,
+    /// One past the last sequence number of the slice ([`Slice::end`]).
+    end: u64,
+}
 
 impl Clone for Cursor {
     /// A cursor with the same word (for models that copy a server's memory).
     fn clone(&self) -> Cursor {
-        Cursor(core::sync::atomic::AtomicU64::new(self.load()))
+        Cursor {
+            word: core::sync::atomic::AtomicU64::new(self.load()),
+            end: self.end,
+        }
     }
 }
 
 impl Default for Cursor {
     fn default() -> Self {
-        Cursor::new()
+        Cursor::new(Slice::FULL)
     }
 }
 
 impl Cursor {
-    /// A closed cursor: it serves nothing until the timeline opens it.
-    pub const fn new() -> Cursor {
-        Cursor(core::sync::atomic::AtomicU64::new(CLOSED))
+    /// A closed cursor for `slice`: it serves nothing until the timeline opens it.
+    pub const fn new(slice: Slice) -> Cursor {
+        Cursor {
+            word: core::sync::atomic::AtomicU64::new(CLOSED),
+            end: slice.end() as u64,
+        }
     }
 
     /// The word as it is now.
     #[inline(always)]
     pub fn load(&self) -> u64 {
-        self.0.load(core::sync::atomic::Ordering::Acquire)
+        self.word.load(core::sync::atomic::Ordering::Acquire)
     }
 
     /// Whether the cursor serves unit `now` (a read, no increment).
     #[inline(always)]
     pub fn serves(&self, now: u64) -> bool {
-        id_of(self.load(), now).is_some()
+        id_of(self.load(), now, self.end).is_some()
     }
 
     /// One increment: the ID it hands out if the word served unit `now` at that moment. An
@@ -321,8 +408,10 @@ impl Cursor {
     #[inline(always)]
     pub fn bump(&self, now: u64) -> Option<(u64, u8, u16)> {
         id_of(
-            self.0.fetch_add(1, core::sync::atomic::Ordering::Acquire),
+            self.word
+                .fetch_add(1, core::sync::atomic::Ordering::Acquire),
             now,
+            self.end,
         )
     }
 
@@ -339,14 +428,14 @@ impl Cursor {
 
     /// Closes the cursor, returning the word before. Under the lock ([`Timeline::close`]).
     pub fn close(&self) -> u64 {
-        self.0
+        self.word
             .fetch_or(CLOSED, core::sync::atomic::Ordering::AcqRel)
     }
 
     /// Opens the cursor on unit `unit`, tick `tick`, from sequence number `next`. Under the
     /// lock, on a closed cursor ([`Timeline::advance`]).
     pub fn open(&self, unit: u64, tick: u8, next: u32) {
-        self.0.store(
+        self.word.store(
             word(unit, tick, next),
             core::sync::atomic::Ordering::Release,
         );
@@ -444,8 +533,91 @@ mod tests {
 
         /// A crash or restart: memory from the state file, a closed cursor.
         fn crash(&mut self) {
-            self.tl = self.disk.map(Timeline::restore).unwrap_or_default();
-            self.cursor = Cursor::new();
+            self.restart(self.tl.slice);
+        }
+
+        /// A restart with another slice configured (`sno.sequence_min`/`max` changed).
+        fn restart(&mut self, slice: Slice) {
+            self.tl = match self.disk {
+                Some(p) => Timeline::restore(p, slice),
+                None => Timeline::new(slice),
+            };
+            self.cursor = Cursor::new(slice);
+        }
+
+        /// A server numbering its units from `slice`.
+        fn sliced(slice: Slice) -> Server {
+            Server {
+                tl: Timeline::new(slice),
+                cursor: Cursor::new(slice),
+                ..Server::default()
+            }
+        }
+    }
+
+    #[test]
+    fn slices_are_validated_like_muyo_sno() {
+        assert_eq!(Slice::new(0, 65535), Ok(Slice::FULL));
+        assert_eq!(Slice::FULL.capacity(), POOL);
+        assert_eq!(Slice::new(0, 3).map(Slice::capacity), Ok(MIN_SLICE));
+        assert_eq!(Slice::new(0, 2), Err(SliceError::TooSmall));
+        assert_eq!(Slice::new(7, 7), Err(SliceError::Reversed));
+        assert_eq!(Slice::new(9, 8), Err(SliceError::Reversed));
+        assert_eq!(Slice::new(-1, 8), Err(SliceError::OutOfRange));
+        assert_eq!(Slice::new(0, 65536), Err(SliceError::OutOfRange));
+        let s = Slice::new(32768, 65535).unwrap();
+        assert_eq!((s.capacity(), s.end()), (32768, 65536));
+        assert!(s.contains(32768) && s.contains(65535) && !s.contains(32767));
+    }
+
+    #[test]
+    fn a_slice_numbers_every_unit_from_its_min_to_its_max_then_waits() {
+        let slice = Slice::new(100, 109).unwrap();
+        let mut sv = Server::sliced(slice);
+        let mut clock = 1000;
+        for round in 0..3u64 {
+            for seq in 100..=109u16 {
+                let (id, waits) = sv.take(&mut clock);
+                assert_eq!(id, (1000 + round, 0, seq));
+                assert_eq!(waits, u32::from(seq == 100 && round > 0));
+            }
+        }
+    }
+
+    #[test]
+    fn complementary_slices_share_a_partition_without_a_repeat() {
+        // The server on the low half, a client generator (another Server here) on the high
+        // half, the same clock: every unit they both use, no (unit, tick, seq) twice.
+        let low = Slice::new(0, 32767).unwrap();
+        let high = Slice::new(32768, 65535).unwrap();
+        let (mut a, mut b) = (Server::sliced(low), Server::sliced(high));
+        let (mut ca, mut cb) = (7000, 7000);
+        let mut all = HashSet::new();
+        for _ in 0..100_000 {
+            let (x, _) = a.take(&mut ca);
+            let (y, _) = b.take(&mut cb);
+            assert!(low.contains(x.2) && high.contains(y.2));
+            assert!(all.insert(x) && all.insert(y));
+        }
+    }
+
+    #[test]
+    fn a_restart_on_another_slice_never_repeats_an_id() {
+        // Moving the slice takes a restart, which resumes past the horizon on disk: no unit
+        // numbered from the old slice is numbered again from the new one.
+        let mut sv = Server::sliced(Slice::new(0, 9).unwrap());
+        let mut clock = 500;
+        let mut all = HashSet::new();
+        for (i, (min, max)) in [(5, 20), (0, 9), (0, 65535), (3, 6)].into_iter().enumerate() {
+            for _ in 0..200 {
+                assert!(all.insert(sv.take(&mut clock).0));
+            }
+            sv.restart(Slice::new(min, max).unwrap());
+            // The clock stays or goes back a little across the restart.
+            clock -= i as u64;
+        }
+        for _ in 0..200 {
+            assert!(all.insert(sv.take(&mut clock).0));
         }
     }
 
@@ -462,13 +634,17 @@ mod tests {
         assert!(most <= SEQ_MASK);
         let w = word(5, 0, 0) + most;
         assert_eq!((word_unit(w), word_tick(w)), (5, 0));
-        assert_eq!(id_of(w, 5), None);
-        assert_eq!(id_of(word(5, 1, 7), 5), Some((5, 1, 7)));
-        assert_eq!(id_of(word(5, 1, 7), 6), None);
-        assert_eq!(id_of(word(5, 1, POOL), 5), None);
-        assert_eq!(id_of(word(5, 1, 7) | CLOSED, 5), None);
+        let end = POOL as u64;
+        assert_eq!(id_of(w, 5, end), None);
+        assert_eq!(id_of(word(5, 1, 7), 5, end), Some((5, 1, 7)));
+        assert_eq!(id_of(word(5, 1, 7), 6, end), None);
+        assert_eq!(id_of(word(5, 1, POOL), 5, end), None);
+        assert_eq!(id_of(word(5, 1, 7) | CLOSED, 5, end), None);
+        // The end of a slice.
+        assert_eq!(id_of(word(5, 1, 7), 5, 8), Some((5, 1, 7)));
+        assert_eq!(id_of(word(5, 1, 8), 5, 8), None);
         // A new cursor serves nothing, not even unit 0.
-        let c = Cursor::new();
+        let c = Cursor::default();
         assert_eq!(c.take(0), None);
         c.open(9, 1, 3);
         assert_eq!(c.take(9), Some((9, 1, 3)));
@@ -709,9 +885,13 @@ mod tests {
 
         #[test]
         fn never_a_repeated_id_whatever_the_interleaving_and_the_clock(
-            steps in proptest::collection::vec(step(), 1..3000)
+            steps in proptest::collection::vec(step(), 1..3000),
+            slice in prop_oneof![
+                Just(Slice::FULL),
+                (0i64..65000, 3i64..40).prop_map(|(min, len)| Slice::new(min, min + len).unwrap()),
+            ],
         ) {
-            let mut sv = Server::default();
+            let mut sv = Server::sliced(slice);
             let mut at = [At::Idle; 6];
             let mut clock: u64 = 10_000;
             let mut seen = HashSet::new();
@@ -755,6 +935,7 @@ mod tests {
                             at[b] = match sv.cursor.bump(now) {
                                 Some(id) => {
                                     prop_assert!(seen.insert(id), "repeated {:?}", id);
+                                    prop_assert!(slice.contains(id.2), "{:?} outside {:?}", id, slice);
                                     // The ID carries the clock reading it was made for.
                                     prop_assert_eq!(id.0, now);
                                     // The state file covers it.
@@ -826,7 +1007,7 @@ mod tests {
     fn threads_racing_on_the_cursor_never_repeat_an_id() {
         use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
         use std::sync::Mutex;
-        let cursor = Cursor::new();
+        let cursor = Cursor::default();
         let locked = Mutex::new(Server::default());
         let clock = AtomicU64::new(50_000);
         let stop = AtomicBool::new(false);

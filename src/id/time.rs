@@ -4,7 +4,7 @@
 //! Pure Rust, no PostgreSQL. muyo/sno silently wraps times outside its 39-bit range; we reject
 //! them (the SQL layer reports SQLSTATE 22008, datetime_field_overflow).
 
-use crate::id::layout::MAX_UNITS;
+use crate::id::layout::{Sno, MAX_UNITS};
 
 /// The sno epoch, 2010-01-01T00:00:00Z, in Unix seconds.
 pub const EPOCH_UNIX_SECONDS: i64 = 1_262_304_000;
@@ -89,6 +89,87 @@ pub const fn units_to_unix_nanos(units: u64) -> i128 {
     EPOCH_UNIX_SECONDS as i128 * 1_000_000_000 + (units & MAX_UNITS) as i128 * UNIT_NANOS as i128
 }
 
+/// An ID no larger than any ID whose time (the start of its unit) is at or after the
+/// PostgreSQL timestamp `pg_micros`: the smallest ID of the unit holding it, [`Sno::ZERO`]
+/// before the format's range, [`Sno::MAX`] after it (`-infinity` and `infinity` included).
+/// So `sno_time(id) >= t` and `sno_time(id) > t` imply `id >= time_lower_bound(t)`, for every
+/// `t`, which is what the planner adds as an index condition. Never fails.
+pub const fn time_lower_bound(pg_micros: i64) -> Sno {
+    if pg_micros < EPOCH_PG_MICROS {
+        return Sno::ZERO;
+    }
+    match pg_micros_to_units(pg_micros) {
+        Ok(u) => Sno::min_of_unit(u),
+        Err(_) => Sno::MAX,
+    }
+}
+
+/// An ID no smaller than any ID whose time is at or before `pg_micros`: the largest ID of the
+/// unit holding it, [`Sno::ZERO`] before the format's range (no ID is that early; the zero ID
+/// is the smallest bound there is), [`Sno::MAX`] after it. `sno_time(id) <= t` and
+/// `sno_time(id) < t` imply `id <= time_upper_bound(t)`. Never fails.
+pub const fn time_upper_bound(pg_micros: i64) -> Sno {
+    if pg_micros < EPOCH_PG_MICROS {
+        return Sno::ZERO;
+    }
+    match pg_micros_to_units(pg_micros) {
+        Ok(u) => Sno::max_of_unit(u),
+        Err(_) => Sno::MAX,
+    }
+}
+
+/// A comparison of an ID's time with an instant, as written: `sno_time(id) < t` is
+/// `(Lt, true)`, `t < sno_time(id)` is `(Lt, false)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Comparison {
+    /// `<`
+    Lt,
+    /// `<=`
+    Le,
+    /// `=`
+    Eq,
+    /// `>=`
+    Ge,
+    /// `>`
+    Gt,
+}
+
+impl Comparison {
+    /// Which bounds on the ID the comparison implies: `(lower, upper)`, meaning
+    /// `id >= time_lower_bound(t)` and `id <= time_upper_bound(t)`. `time_on_left`: the ID's
+    /// time is the left operand.
+    pub const fn implied_bounds(self, time_on_left: bool) -> (bool, bool) {
+        let c = if time_on_left { self } else { self.commuted() };
+        match c {
+            Comparison::Lt | Comparison::Le => (false, true),
+            Comparison::Eq => (true, true),
+            Comparison::Ge | Comparison::Gt => (true, false),
+        }
+    }
+
+    /// The same comparison with its operands swapped (`a < b` is `b > a`).
+    pub const fn commuted(self) -> Comparison {
+        match self {
+            Comparison::Lt => Comparison::Gt,
+            Comparison::Le => Comparison::Ge,
+            Comparison::Eq => Comparison::Eq,
+            Comparison::Ge => Comparison::Le,
+            Comparison::Gt => Comparison::Lt,
+        }
+    }
+
+    /// Whether `a self b` holds.
+    pub fn holds<T: Ord>(self, a: T, b: T) -> bool {
+        match self {
+            Comparison::Lt => a < b,
+            Comparison::Le => a <= b,
+            Comparison::Eq => a == b,
+            Comparison::Ge => a >= b,
+            Comparison::Gt => a > b,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -135,7 +216,88 @@ mod tests {
         assert_eq!(units_from_timespec(3_461_327_255, 552_000_000), None);
     }
 
+    #[test]
+    fn time_bounds_at_the_ends_of_the_range() {
+        let first = EPOCH_PG_MICROS;
+        let last = units_to_pg_micros(MAX_UNITS);
+        assert_eq!(time_lower_bound(i64::MIN), Sno::ZERO);
+        assert_eq!(time_lower_bound(first - 1), Sno::ZERO);
+        assert_eq!(time_lower_bound(first), Sno::ZERO);
+        assert_eq!(time_upper_bound(first - 1), Sno::ZERO);
+        assert_eq!(time_upper_bound(first), Sno::max_of_unit(0));
+        assert_eq!(time_lower_bound(last), Sno::min_of_unit(MAX_UNITS));
+        assert_eq!(time_upper_bound(last + UNIT_MICROS - 1), Sno::MAX);
+        assert_eq!(time_lower_bound(last + UNIT_MICROS), Sno::MAX);
+        assert_eq!(time_upper_bound(i64::MAX), Sno::MAX);
+        assert_eq!(time_lower_bound(i64::MAX), Sno::MAX);
+    }
+
+    /// Any ID, as its time and bytes: the time of a unit near `t` (or at the ends).
+    fn id_near(t: i64) -> impl Strategy<Value = Sno> {
+        let u = pg_micros_to_units(t.clamp(EPOCH_PG_MICROS, units_to_pg_micros(MAX_UNITS)))
+            .unwrap();
+        (
+            prop_oneof![
+                Just(0u64),
+                Just(MAX_UNITS),
+                u.saturating_sub(2)..=(u + 2).min(MAX_UNITS)
+            ],
+            0u8..=1,
+            any::<u8>(),
+            any::<u16>(),
+            any::<u16>(),
+        )
+            .prop_map(|(u, tick, m, p, s)| Sno::new(u, tick, m, p, s))
+    }
+
+    fn any_time() -> impl Strategy<Value = i64> {
+        let first = EPOCH_PG_MICROS;
+        let last = units_to_pg_micros(MAX_UNITS) + UNIT_MICROS;
+        prop_oneof![
+            Just(i64::MIN),
+            Just(i64::MAX),
+            (first - 10_000)..(first + 10_000),
+            (last - 10_000)..(last + 10_000),
+            first..last,
+        ]
+    }
+
     proptest! {
+        #[test]
+        fn time_predicates_imply_the_bounds(
+            (t, id) in any_time().prop_flat_map(|t| (Just(t), id_near(t)))
+        ) {
+            let time = units_to_pg_micros(id.units());
+            if time >= t {
+                prop_assert!(id >= time_lower_bound(t), "{:?} at {} >= {}", id, time, t);
+            }
+            if time <= t {
+                prop_assert!(id <= time_upper_bound(t), "{:?} at {} <= {}", id, time, t);
+            }
+        }
+
+        #[test]
+        fn every_comparison_as_written_implies_its_bounds(
+            (t, id) in any_time().prop_flat_map(|t| (Just(t), id_near(t))),
+            cmp in prop_oneof![
+                Just(Comparison::Lt), Just(Comparison::Le), Just(Comparison::Eq),
+                Just(Comparison::Ge), Just(Comparison::Gt)
+            ],
+            time_on_left in any::<bool>(),
+        ) {
+            let time = units_to_pg_micros(id.units());
+            let holds = if time_on_left { cmp.holds(time, t) } else { cmp.holds(t, time) };
+            let (lower, upper) = cmp.implied_bounds(time_on_left);
+            if holds && lower {
+                prop_assert!(id >= time_lower_bound(t));
+            }
+            if holds && upper {
+                prop_assert!(id <= time_upper_bound(t));
+            }
+            // And a bound is given whenever one side of the range is constrained.
+            prop_assert!(lower || upper);
+        }
+
         #[test]
         fn timespec_agrees_with_nanos(secs in EPOCH_UNIX_SECONDS..3_461_327_255i64, nanos in 0i64..1_000_000_000) {
             let n = secs as i128 * 1_000_000_000 + nanos as i128;

@@ -5,6 +5,7 @@
 //! a DBA will follow literally: the client tests follow each one and check what happens next.
 
 use crate::generator::state_file::FILE_NAME;
+use crate::generator::timeline::{SliceError, MIN_SLICE};
 use crate::id::encoding::DecodeError;
 use crate::id::layout::{PartsError, LEN};
 use crate::pg::report::{quoted, timestamptz_text, Report};
@@ -54,6 +55,8 @@ pub enum Problem<'a> {
     Inherited(u16),
     /// A WAL record of the `sno` resource manager that does not decode.
     BadWalRecord,
+    /// `sno.sequence_min` / `sno.sequence_max` do not make a usable slice (at server start).
+    BadSlice { min: i32, max: i32, why: SliceError },
 
     // --- The generator: the clock ---------------------------------------------------------
     /// The system clock is outside the range of the format.
@@ -177,6 +180,33 @@ impl Problem<'_> {
             )
             .detail(format!("sno.partition is {p} here too; two servers making IDs with one partition could repeat IDs."))
             .hint("Give this server its own sno.partition, one no other server uses (in postgresql.conf or with ALTER SYSTEM), and reload the configuration."),
+            Problem::BadSlice { min, max, why } => {
+                let detail = match why {
+                    SliceError::Reversed => {
+                        "sno.sequence_min must be below sno.sequence_max.".to_string()
+                    }
+                    _ => format!(
+                        "The slice holds sno.sequence_max - sno.sequence_min + 1 sequence \
+                         numbers per 4 ms unit; muyo/sno's smallest pool is {MIN_SLICE}."
+                    ),
+                };
+                // The nearest usable slice: the bounds swapped, or widened to 4 numbers.
+                let (lo, hi) = if *why == SliceError::Reversed && min != max {
+                    (*max, *min)
+                } else if *min <= 65535 - (MIN_SLICE as i32 - 1) {
+                    (*min, *min + MIN_SLICE as i32 - 1)
+                } else {
+                    (65535 - (MIN_SLICE as i32 - 1), 65535)
+                };
+                Report::new(
+                    Code::ERRCODE_INVALID_PARAMETER_VALUE,
+                    format!("invalid sequence slice for sno: sno.sequence_min = {min}, sno.sequence_max = {max}"),
+                )
+                .detail(detail)
+                .hint(format!(
+                    "Set sno.sequence_min = {lo} and sno.sequence_max = {hi} in postgresql.conf, or the bounds your other generators leave free, and start the server."
+                ))
+            }
             Problem::BadWalRecord => Report::new(
                 Code::ERRCODE_DATA_CORRUPTED,
                 "sno: invalid lineage record in WAL",

@@ -1,6 +1,7 @@
 //! Every configuration setting of the extension. All names are under the `sno.` prefix, which
 //! is reserved: a misspelt `sno.*` setting in postgresql.conf is reported, not silently kept.
 
+use crate::generator::timeline::{Slice, SliceError};
 use pgrx::{GucContext, GucFlags, GucRegistry, GucSetting};
 
 /// `sno.partition`: the partition written into generated IDs (0..65535), or -1 (the default) to
@@ -12,6 +13,20 @@ static PARTITION: GucSetting<i32> = GucSetting::<i32>::new(-1);
 /// time it may use (after a second clock regression, or with a clock that does not advance)
 /// before it fails. Superuser-settable, per session if wanted.
 static MAX_CLOCK_WAIT_MS: GucSetting<i32> = GucSetting::<i32>::new(10_000);
+
+/// `sno.sequence_min` / `sno.sequence_max`: the slice of the sequence pool `sno_generate`
+/// numbers every unit from (muyo/sno's `SequenceMin`/`SequenceMax`), so that generators
+/// outside the server on the rest of the pool may share its partition. Server start only
+/// (`POSTMASTER`): the cursor's end is fixed in shared memory, and a restart resumes past the
+/// durable horizon, so no unit is numbered from two slices.
+static SEQUENCE_MIN: GucSetting<i32> = GucSetting::<i32>::new(0);
+static SEQUENCE_MAX: GucSetting<i32> = GucSetting::<i32>::new(65535);
+
+/// The configured slice, or why it is refused.
+pub fn slice() -> Result<Slice, (i32, i32, SliceError)> {
+    let (min, max) = (SEQUENCE_MIN.get(), SEQUENCE_MAX.get());
+    Slice::new(min.into(), max.into()).map_err(|e| (min, max, e))
+}
 
 /// `sno.partition` when set, `None` for -1 (derive it from the system identifier).
 pub fn partition() -> Option<u16> {
@@ -46,6 +61,28 @@ pub fn init() {
         3_600_000,
         GucContext::Suset,
         GucFlags::UNIT_MS,
+    );
+    GucRegistry::define_int_guc(
+        c"sno.sequence_min",
+        c"First sequence number sno_generate uses in each 4 ms unit.",
+        c"With sno.sequence_max, the slice of the sequence pool this server numbers IDs from \
+          (muyo/sno's SequenceMin and SequenceMax): generators on the rest of the pool may \
+          share the partition.",
+        &SEQUENCE_MIN,
+        0,
+        65535,
+        GucContext::Postmaster,
+        GucFlags::default(),
+    );
+    GucRegistry::define_int_guc(
+        c"sno.sequence_max",
+        c"Last sequence number sno_generate uses in each 4 ms unit.",
+        c"Must be above sno.sequence_min, at least 3 above (muyo/sno's smallest pool, 4).",
+        &SEQUENCE_MAX,
+        0,
+        65535,
+        GucContext::Postmaster,
+        GucFlags::default(),
     );
     reserve_prefix();
 }

@@ -5,7 +5,7 @@
 //!   [`report`]: errors and warnings as PostgreSQL shows them, and [`errors`], the one place
 //!   every user-facing error, its SQLSTATE, DETAIL and HINT is written;
 //! - the type: [`io`] (text and binary I/O), [`ops`] (comparison, hashing, BRIN, casts),
-//!   [`parts`] (field functions);
+//!   [`parts`] (field functions), [`planner`] (time predicates as bounds on the key);
 //! - the generator: [`gucs`] (settings), [`shmem`] (shared memory, the state file at start-up),
 //!   [`generator`] (`sno_generate`, the durable state, `sno_generator_initialize`, monitoring),
 //!   [`wal`] (the lineage WAL record), [`worker`] (the background worker that judges the
@@ -20,6 +20,7 @@ pub mod gucs;
 pub mod io;
 pub mod ops;
 pub mod parts;
+pub mod planner;
 pub mod report;
 pub mod shmem;
 pub mod wal;
@@ -43,6 +44,7 @@ mod tests;
         generator::monitor::generator_info,
         generator::monitor::generator_backends,
         generator::monitor::sno_generator_lineage,
+        generator::monitor::sno_generator_slice,
         generator::durable::generator_initialize
     ]
 );
@@ -53,8 +55,14 @@ mod tests;
 #[pgrx::pg_guard]
 pub extern "C-unwind" fn _PG_init() {
     gucs::init();
+    planner::init();
     // SAFETY: plain read of a server global.
     if unsafe { pgrx::pg_sys::process_shared_preload_libraries_in_progress } {
+        // A slice the generator cannot use stops the server here, as PostgreSQL's own
+        // inconsistent settings do, not at the first sno_generate.
+        if let Err((min, max, why)) = gucs::slice() {
+            errors::raise(errors::Problem::BadSlice { min, max, why });
+        }
         shmem::init();
         wal::init();
         worker::init();

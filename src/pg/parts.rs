@@ -1,9 +1,12 @@
 //! The SQL functions that take a `sno` apart and build one from parts: `sno_time`,
 //! `sno_meta`, `sno_partition`, `sno_sequence`, `sno_tick`, `sno_from_parts`, and the unit
-//! bounds `sno_min` / `sno_max` used for index range scans by time.
+//! bounds `sno_min` / `sno_max` used for index range scans by time, and `sno_lower_bound` /
+//! `sno_upper_bound`, the same bounds defined for every instant, which the planner adds.
 
 use crate::id::layout::Sno;
-use crate::id::time::{pg_micros_to_units, units_to_pg_micros};
+use crate::id::time::{
+    pg_micros_to_units, time_lower_bound, time_upper_bound, units_to_pg_micros,
+};
 use crate::pg::errors::{self, Problem};
 use crate::pg::fmgr::{arg_i32, arg_i64, arg_sno, finfo_v1, i32_datum, sno_datum};
 use pgrx::pg_guard;
@@ -18,6 +21,8 @@ finfo_v1!(
     pg_finfo_sno_from_parts,
     pg_finfo_sno_min,
     pg_finfo_sno_max,
+    pg_finfo_sno_lower_bound,
+    pg_finfo_sno_upper_bound,
 );
 
 /// `sno_time(sno) → timestamptz`: the start of the ID's 4 ms unit, exact.
@@ -91,4 +96,21 @@ pub unsafe extern "C-unwind" fn sno_min(fcinfo: pg_sys::FunctionCallInfo) -> pg_
 #[no_mangle]
 pub unsafe extern "C-unwind" fn sno_max(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
     sno_datum(Sno::max_of_unit(units_or_raise(arg_i64(fcinfo, 0))))
+}
+
+/// `sno_lower_bound(timestamptz) → sno`: `sno_min` for any instant, never an error (the
+/// smallest or largest ID outside the format's range). `sno_time(id) >= t` implies
+/// `id >= sno_lower_bound(t)`: the bound the planner adds ([`crate::pg::planner`]).
+#[pg_guard]
+#[no_mangle]
+pub unsafe extern "C-unwind" fn sno_lower_bound(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
+    sno_datum(time_lower_bound(arg_i64(fcinfo, 0)))
+}
+
+/// `sno_upper_bound(timestamptz) → sno`: `sno_max` for any instant, never an error.
+/// `sno_time(id) <= t` implies `id <= sno_upper_bound(t)`.
+#[pg_guard]
+#[no_mangle]
+pub unsafe extern "C-unwind" fn sno_upper_bound(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
+    sno_datum(time_upper_bound(arg_i64(fcinfo, 0)))
 }

@@ -11,7 +11,7 @@
 
 use crate::generator::lineage::State;
 use crate::generator::state_file;
-use crate::generator::timeline::{derived_partition, Cursor, Timeline};
+use crate::generator::timeline::{derived_partition, Cursor, Slice, Timeline};
 use crate::pg::errors::{self, Problem};
 use core::cell::UnsafeCell;
 use core::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU32, AtomicU64, Ordering};
@@ -396,7 +396,7 @@ fn restore_state(s: &mut Shared) {
             let changed = state_file::read(dir).ok().flatten() != Some(st);
             // SAFETY: the postmaster, before any other process exists.
             let g = unsafe { &mut *s.guarded.get() };
-            g.timeline = Timeline::restore(st.me);
+            g.timeline = Timeline::restore(st.me, g.timeline.slice);
             set_lineage(s, g, st);
             s.state.store(STATE_READY, Ordering::Relaxed);
             if changed {
@@ -450,9 +450,11 @@ unsafe extern "C-unwind" fn on_startup() {
         core::ptr::write_bytes(p.cast::<u8>(), 0, size);
         let sysid = pg_sys::GetSystemIdentifier();
         let locks = pg_sys::GetNamedLWLockTranche(NAME.as_ptr());
+        // Checked in _PG_init: the server does not start with an unusable slice.
+        let slice = crate::pg::gucs::slice().unwrap_or(Slice::FULL);
         p.write(Shared {
             hot: Hot {
-                cursor: Cursor::new(),
+                cursor: Cursor::new(slice),
             },
             lock: &raw mut (*locks).lock,
             writer: &raw mut (*locks.add(1)).lock,
@@ -461,7 +463,7 @@ unsafe extern "C-unwind" fn on_startup() {
             worker_latch: AtomicPtr::new(core::ptr::null_mut()),
             renew_wanted: AtomicBool::new(false),
             guarded: UnsafeCell::new(Guarded {
-                timeline: Timeline::new(),
+                timeline: Timeline::new(slice),
                 units_opened: 0,
                 lineage: State::fresh(sysid, 0, 0, 0),
                 judged: (u32::MAX, -1),

@@ -283,7 +283,7 @@ pub(super) fn generator_initialize(
                     // The cursor closed, and a new epoch: the timeline is replaced.
                     g.timeline.close(&s.hot.cursor);
                     shmem::new_epoch(s);
-                    let mut tl = Timeline::restore(file.me);
+                    let mut tl = Timeline::restore(file.me, g.timeline.slice);
                     tl.absorb(g.timeline.durable(), &s.hot.cursor);
                     g.timeline = tl;
                     shmem::set_lineage(s, g, file);

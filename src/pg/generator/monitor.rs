@@ -83,6 +83,27 @@ pub(super) fn generator_info() -> TableIterator<
     ))
 }
 
+/// `sno_generator_slice()`: the slice of the sequence pool `sno_generate` numbers each unit
+/// from (`sno.sequence_min`, `sno.sequence_max`) and the IDs a unit offers. Columns of the
+/// `sno_generator` view, after those of `sno_generator_info()`.
+#[pg_extern(volatile, parallel_safe)]
+#[allow(clippy::type_complexity)]
+pub(super) fn sno_generator_slice() -> TableIterator<
+    'static,
+    (
+        name!(sequence_min, i32),
+        name!(sequence_max, i32),
+        name!(ids_per_unit, i32),
+    ),
+> {
+    let slice = shmem::locked(shared_or_raise(), |g| g.timeline.slice);
+    TableIterator::once((
+        slice.min as i32,
+        slice.max as i32,
+        slice.capacity() as i32,
+    ))
+}
+
 /// `sno_generator_backends()`: one row per backend that has generated IDs. Execute is granted
 /// to `pg_monitor` only (and superusers).
 #[pg_extern(volatile, parallel_safe, name = "sno_generator_backends")]

@@ -1,0 +1,345 @@
+//! Time predicates on the key: a planner hook that adds, next to each `sno_time(id) op t`
+//! in a WHERE or JOIN ... ON clause, the bound on `id` it implies (`id >= sno_lower_bound(t)`,
+//! `id <= sno_upper_bound(t)`, [`crate::id::time::Comparison::implied_bounds`]). The original
+//! predicate stays, so results are exact; the bounds are lossy (a whole 4 ms unit, both
+//! tick-tock timelines, every partition). With them the planner scans a btree or BRIN index
+//! on `id` and prunes range partitions on `id`: at plan time for constants, at run time for
+//! `now()` and parameters.
+//!
+//! Why a hook and not a support function on `sno_time`: PostgreSQL asks a
+//! `SupportRequestIndexCondition` only of the function of the *operator*
+//! (`timestamptz_ge`, built in) and only when one operand is the index key itself, and
+//! partition pruning looks at no support function at all. The implied clause, added before
+//! planning, serves both.
+//!
+//! Only what is certain is added: the operand `t` has no volatile function and no subquery,
+//! neither has the argument of `sno_time`, the comparison is one of `< <= = >= >` between
+//! timestamptz, date or timestamp (converted as the comparison converts them), and the
+//! function is this library's `sno_time` (by its C address) with `sno_lower_bound` and the
+//! operators in its schema. Anything else is left as written.
+
+use crate::id::time::Comparison;
+use crate::pg::parts::sno_time;
+use core::ffi::c_void;
+use core::ptr::null_mut;
+use pgrx::pg_guard;
+use pgrx::pg_sys::{self, Node, NodeTag, Oid};
+
+static mut PREV_PLANNER: pg_sys::planner_hook_type = None;
+
+/// Installs the hook (from `_PG_init`, in every process that loads the library).
+pub fn init() {
+    // SAFETY: _PG_init runs once per process, before any planning with this library.
+    unsafe {
+        PREV_PLANNER = pg_sys::planner_hook;
+        pg_sys::planner_hook = Some(plan);
+    }
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn plan(
+    parse: *mut pg_sys::Query,
+    query_string: *const core::ffi::c_char,
+    cursor_options: core::ffi::c_int,
+    bound_params: pg_sys::ParamListInfo,
+) -> *mut pg_sys::PlannedStmt {
+    let mut cat = None;
+    rewrite_query(parse, &mut cat);
+    match PREV_PLANNER {
+        Some(prev) => prev(parse, query_string, cursor_options, bound_params),
+        None => pg_sys::standard_planner(parse, query_string, cursor_options, bound_params),
+    }
+}
+
+/// The objects of the extension the added clauses use, looked up in the schema of the
+/// `sno_time` found (once per query, only when one is found).
+#[derive(Clone, Copy)]
+struct Catalog {
+    sno_time: Oid,
+    lower: Oid,
+    upper: Oid,
+    ge: Oid,
+    le: Oid,
+    sno_type: Oid,
+}
+
+/// The cells of a PostgreSQL list (empty for NIL).
+unsafe fn cells<'a>(list: *mut pg_sys::List) -> &'a [pg_sys::ListCell] {
+    if list.is_null() {
+        &[]
+    } else {
+        core::slice::from_raw_parts((*list).elements, (*list).length as usize)
+    }
+}
+
+unsafe fn tag(n: *const Node) -> NodeTag {
+    if n.is_null() {
+        NodeTag::T_Invalid
+    } else {
+        (*n).type_
+    }
+}
+
+unsafe fn rewrite_query(q: *mut pg_sys::Query, cat: &mut Option<Catalog>) {
+    if q.is_null() {
+        return;
+    }
+    rewrite_jointree((*q).jointree.cast(), cat);
+    for c in cells((*q).rtable) {
+        let rte = c.ptr_value as *mut pg_sys::RangeTblEntry;
+        if (*rte).rtekind == pg_sys::RTEKind::RTE_SUBQUERY {
+            rewrite_query((*rte).subquery, cat);
+        }
+    }
+    for c in cells((*q).cteList) {
+        let cte = c.ptr_value as *mut pg_sys::CommonTableExpr;
+        if tag((*cte).ctequery) == NodeTag::T_Query {
+            rewrite_query((*cte).ctequery.cast(), cat);
+        }
+    }
+}
+
+unsafe fn rewrite_jointree(n: *mut Node, cat: &mut Option<Catalog>) {
+    match tag(n) {
+        NodeTag::T_FromExpr => {
+            let f = n as *mut pg_sys::FromExpr;
+            (*f).quals = rewrite_quals((*f).quals, cat);
+            for c in cells((*f).fromlist) {
+                rewrite_jointree(c.ptr_value.cast(), cat);
+            }
+        }
+        NodeTag::T_JoinExpr => {
+            let j = n as *mut pg_sys::JoinExpr;
+            (*j).quals = rewrite_quals((*j).quals, cat);
+            rewrite_jointree((*j).larg, cat);
+            rewrite_jointree((*j).rarg, cat);
+        }
+        _ => {}
+    }
+}
+
+/// The conjuncts of a qualification (the arguments of a top-level AND, or itself).
+unsafe fn conjuncts(quals: *mut Node, out: &mut Vec<*mut Node>) {
+    if tag(quals) == NodeTag::T_BoolExpr {
+        let b = quals as *mut pg_sys::BoolExpr;
+        if (*b).boolop == pg_sys::BoolExprType::AND_EXPR {
+            for c in cells((*b).args) {
+                conjuncts(c.ptr_value.cast(), out);
+            }
+            return;
+        }
+    }
+    if !quals.is_null() {
+        out.push(quals);
+    }
+}
+
+/// The qualification with the implied bounds added (itself when there are none).
+unsafe fn rewrite_quals(quals: *mut Node, cat: &mut Option<Catalog>) -> *mut Node {
+    let mut parts = Vec::new();
+    conjuncts(quals, &mut parts);
+    let mut added = Vec::new();
+    for &p in &parts {
+        implied(p, cat, &mut added);
+    }
+    if added.is_empty() {
+        return quals;
+    }
+    let mut args: *mut pg_sys::List = null_mut();
+    for n in parts.into_iter().chain(added) {
+        args = pg_sys::lappend(args, n.cast());
+    }
+    pg_sys::makeBoolExpr(pg_sys::BoolExprType::AND_EXPR, args, -1).cast()
+}
+
+/// How a comparison function compares (the function of the operator): the comparison, and
+/// the type of the operand that is not the ID's time, for each side the time can be on.
+fn comparison(func: u32) -> Option<(Comparison, bool, Oid)> {
+    use pg_sys::*;
+    use Comparison::*;
+    let tz = TIMESTAMPTZOID;
+    // (function, comparison, time on the left, the other operand's type)
+    let table: [(u32, Comparison, bool, Oid); 25] = [
+        (F_TIMESTAMPTZ_LT, Lt, true, tz),
+        (F_TIMESTAMPTZ_LE, Le, true, tz),
+        (F_TIMESTAMPTZ_EQ, Eq, true, tz),
+        (F_TIMESTAMPTZ_GE, Ge, true, tz),
+        (F_TIMESTAMPTZ_GT, Gt, true, tz),
+        (F_TIMESTAMPTZ_LT_DATE, Lt, true, DATEOID),
+        (F_TIMESTAMPTZ_LE_DATE, Le, true, DATEOID),
+        (F_TIMESTAMPTZ_EQ_DATE, Eq, true, DATEOID),
+        (F_TIMESTAMPTZ_GE_DATE, Ge, true, DATEOID),
+        (F_TIMESTAMPTZ_GT_DATE, Gt, true, DATEOID),
+        (F_DATE_LT_TIMESTAMPTZ, Lt, false, DATEOID),
+        (F_DATE_LE_TIMESTAMPTZ, Le, false, DATEOID),
+        (F_DATE_EQ_TIMESTAMPTZ, Eq, false, DATEOID),
+        (F_DATE_GE_TIMESTAMPTZ, Ge, false, DATEOID),
+        (F_DATE_GT_TIMESTAMPTZ, Gt, false, DATEOID),
+        (F_TIMESTAMPTZ_LT_TIMESTAMP, Lt, true, TIMESTAMPOID),
+        (F_TIMESTAMPTZ_LE_TIMESTAMP, Le, true, TIMESTAMPOID),
+        (F_TIMESTAMPTZ_EQ_TIMESTAMP, Eq, true, TIMESTAMPOID),
+        (F_TIMESTAMPTZ_GE_TIMESTAMP, Ge, true, TIMESTAMPOID),
+        (F_TIMESTAMPTZ_GT_TIMESTAMP, Gt, true, TIMESTAMPOID),
+        (F_TIMESTAMP_LT_TIMESTAMPTZ, Lt, false, TIMESTAMPOID),
+        (F_TIMESTAMP_LE_TIMESTAMPTZ, Le, false, TIMESTAMPOID),
+        (F_TIMESTAMP_EQ_TIMESTAMPTZ, Eq, false, TIMESTAMPOID),
+        (F_TIMESTAMP_GE_TIMESTAMPTZ, Ge, false, TIMESTAMPOID),
+        (F_TIMESTAMP_GT_TIMESTAMPTZ, Gt, false, TIMESTAMPOID),
+    ];
+    table
+        .iter()
+        .find(|r| r.0 == func)
+        .map(|&(_, c, left, other)| (c, left, other))
+}
+
+/// If `clause` is a comparison of `sno_time(x)` with a usable operand, pushes the clauses
+/// on `x` it implies.
+unsafe fn implied(clause: *mut Node, cat: &mut Option<Catalog>, out: &mut Vec<*mut Node>) {
+    if tag(clause) != NodeTag::T_OpExpr {
+        return;
+    }
+    let op = clause as *mut pg_sys::OpExpr;
+    let args = cells((*op).args);
+    if args.len() != 2 {
+        return;
+    }
+    let Some((cmp, fixed_left, other_type)) = comparison(pg_sys::get_opcode((*op).opno).to_u32())
+    else {
+        return;
+    };
+    // For timestamptz on both sides the time may be either operand.
+    let (a, b) = (args[0].ptr_value as *mut Node, args[1].ptr_value as *mut Node);
+    let candidates: &[(bool, *mut Node, *mut Node)] = if other_type == pg_sys::TIMESTAMPTZOID {
+        &[(true, a, b), (false, b, a)]
+    } else if fixed_left {
+        &[(true, a, b)]
+    } else {
+        &[(false, b, a)]
+    };
+    for &(time_on_left, time, other) in candidates {
+        let Some(x) = sno_time_argument(time, cat) else {
+            continue;
+        };
+        let Some(c) = *cat else { return };
+        if !usable(other) || !usable(x) {
+            return;
+        }
+        let t = if other_type == pg_sys::TIMESTAMPTZOID {
+            other
+        } else {
+            // The conversion the comparison itself makes (date2timestamptz and
+            // timestamp2timestamptz, in the session's time zone).
+            let cast = if other_type == pg_sys::DATEOID {
+                pg_sys::F_DATE_TIMESTAMPTZ
+            } else {
+                pg_sys::F_TIMESTAMP_TIMESTAMPTZ
+            };
+            func(Oid::from(cast), pg_sys::TIMESTAMPTZOID, other, true)
+        };
+        let (lower, upper) = cmp.implied_bounds(time_on_left);
+        if lower {
+            out.push(bound(&c, c.ge, c.lower, x, t));
+        }
+        if upper {
+            out.push(bound(&c, c.le, c.upper, x, t));
+        }
+        return;
+    }
+}
+
+/// Neither volatile nor holding a subquery: evaluating it once more (in the bound) gives the
+/// same value as in the comparison.
+unsafe fn usable(n: *mut Node) -> bool {
+    !pg_sys::contain_volatile_functions(n) && !pg_sys::contain_subplans(n)
+}
+
+/// `x` if `n` is `sno_time(x)` with this library's `sno_time`, looking up the catalog the
+/// first time one is found.
+unsafe fn sno_time_argument(n: *mut Node, cat: &mut Option<Catalog>) -> Option<*mut Node> {
+    if tag(n) != NodeTag::T_FuncExpr {
+        return None;
+    }
+    let f = n as *mut pg_sys::FuncExpr;
+    let args = cells((*f).args);
+    if args.len() != 1 || (*f).funcresulttype != pg_sys::TIMESTAMPTZOID {
+        return None;
+    }
+    if let Some(c) = cat {
+        return (c.sno_time == (*f).funcid).then(|| args[0].ptr_value.cast());
+    }
+    // By the address of the C function, so no other function named sno_time qualifies.
+    let mut finfo = pg_sys::FmgrInfo::default();
+    pg_sys::fmgr_info((*f).funcid, &mut finfo);
+    let ours = sno_time as unsafe extern "C-unwind" fn(_) -> _;
+    if finfo.fn_addr.map(|p| p as usize) != Some(ours as usize) {
+        return None;
+    }
+    *cat = lookup((*f).funcid, pg_sys::exprType(args[0].ptr_value.cast()));
+    cat.map(|_| args[0].ptr_value.cast())
+}
+
+/// The bound functions and comparison operators in the schema of `sno_time`; `None` when a
+/// database still has a version without them (before `ALTER EXTENSION sno UPDATE`).
+unsafe fn lookup(sno_time: Oid, sno_type: Oid) -> Option<Catalog> {
+    let nsp = pg_sys::get_namespace_name(pg_sys::get_func_namespace(sno_time));
+    if nsp.is_null() {
+        return None;
+    }
+    let name = |s: &core::ffi::CStr| {
+        let l = pg_sys::lappend(null_mut(), pg_sys::makeString(nsp).cast());
+        pg_sys::lappend(l, pg_sys::makeString(pg_sys::pstrdup(s.as_ptr())).cast())
+    };
+    let tz = [pg_sys::TIMESTAMPTZOID];
+    let lower = pg_sys::LookupFuncName(name(c"sno_lower_bound"), 1, tz.as_ptr(), true);
+    let upper = pg_sys::LookupFuncName(name(c"sno_upper_bound"), 1, tz.as_ptr(), true);
+    let op = |s: &core::ffi::CStr| {
+        pg_sys::LookupOperName(null_mut(), name(s), sno_type, sno_type, true, -1)
+    };
+    let (ge, le) = (op(c">="), op(c"<="));
+    if [lower, upper, ge, le].contains(&pg_sys::InvalidOid) {
+        return None;
+    }
+    Some(Catalog {
+        sno_time,
+        lower,
+        upper,
+        ge,
+        le,
+        sno_type,
+    })
+}
+
+/// A call of `funcid` on one argument (a copy of it).
+unsafe fn func(funcid: Oid, rettype: Oid, arg: *mut Node, cast: bool) -> *mut Node {
+    let copy = pg_sys::copyObjectImpl(arg as *const c_void);
+    let format = if cast {
+        pg_sys::CoercionForm::COERCE_IMPLICIT_CAST
+    } else {
+        pg_sys::CoercionForm::COERCE_EXPLICIT_CALL
+    };
+    pg_sys::makeFuncExpr(
+        funcid,
+        rettype,
+        pg_sys::lappend(null_mut(), copy),
+        pg_sys::InvalidOid,
+        pg_sys::InvalidOid,
+        format,
+    )
+    .cast()
+}
+
+/// `x op bound_fn(t)`.
+unsafe fn bound(c: &Catalog, op: Oid, bound_fn: Oid, x: *mut Node, t: *mut Node) -> *mut Node {
+    let key = pg_sys::copyObjectImpl(x as *const c_void);
+    let clause = pg_sys::make_opclause(
+        op,
+        pg_sys::BOOLOID,
+        false,
+        key.cast(),
+        func(bound_fn, c.sno_type, t, false).cast(),
+        pg_sys::InvalidOid,
+        pg_sys::InvalidOid,
+    );
+    (*(clause as *mut pg_sys::OpExpr)).opfuncid = pg_sys::get_opcode(op);
+    clause.cast()
+}
