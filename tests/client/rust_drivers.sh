@@ -29,7 +29,7 @@ export SNO_TEST_DSN="postgresql:///$db?host=$host&port=$port&user=postgres"
 export CARGO_TARGET_DIR="${SNO_DRIVERS_TARGET_DIR:-$root/target/drivers-rust}"
 t0=$SECONDS
 rc=0
-RUST_BACKTRACE=0 cargo test --manifest-path "$root/tests/drivers/rust/Cargo.toml" >"$log" 2>&1 || rc=$?
+RUST_BACKTRACE=0 cargo test --manifest-path "$root/tests/drivers/rust/Cargo.toml" --test drivers >"$log" 2>&1 || rc=$?
 
 # One line per test function, as cargo reported it.
 what() {

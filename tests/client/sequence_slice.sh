@@ -1,0 +1,161 @@
+#!/usr/bin/env bash
+# shellcheck source-path=SCRIPTDIR
+# sno.sequence_min / sno.sequence_max: sno_generate confined to a slice of the sequence pool,
+# so that another generator (a Go or Rust service) on the rest of the pool shares the
+# partition without a collision.
+#  1. An unusable slice (bounds reversed, equal) stops the server at start with SQLSTATE
+#     22023; its HINT, followed word for word, gives a slice the server starts with.
+#  2. A 4-number slice (muyo/sno's smallest pool): every ID in it, the view shows the bounds,
+#     and 2,000 IDs (at most 4 per 4 ms unit) wait for full units, counted as before.
+#  3. The server on 0-32767 with partition 4242, and the sno crate's own timeline
+#     (tests/drivers/rust/tests/shared_partition.rs) on 32768-65535 with partition 4242 on the
+#     same clock, both inserting into one primary key for several seconds: zero conflicts,
+#     in units both used (both sides insert with ON CONFLICT DO NOTHING and count what was
+#     not inserted). A control run with the client on the server's slice must conflict.
+#
+# Usage: sequence_slice.sh SOCKET_DIR PORT BINDIR  (only BINDIR is used: own clusters)
+set -euo pipefail
+# shellcheck source=cluster.bash
+source "$(dirname "${BASH_SOURCE[0]}")/cluster.bash"
+harness_setup sequence_slice "$3" $(($2 + 720)) $(($2 + 730))
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+export PATH="$HOME/.cargo/bin:$PATH"
+
+node_new s
+node_clock_mode s none
+node_initdb s
+psql() { node_psql s "$@"; }
+
+# start_refused NAME: starts the node expecting it to refuse; prints its log's new lines.
+start_refused() {
+    local mark opts kv
+    mark="$(node_log_mark_raw)"
+    opts="-p $(node_port s) -k $CL_WORK -c listen_addresses=''"
+    for kv in ${CL_CMDLINE[s]}; do opts+=" -c '$kv'"; done
+    if as_pg "$(node_bindir s)/pg_ctl" -D "$(node_data s)" -l "$(node_log s)" -w -t 60 -o "$opts" start >/dev/null 2>&1; then
+        bad "$1: the server started"
+        node_stop s
+    fi
+    tail -c +"$((mark + 1))" "$(node_log s)"
+}
+node_log_mark_raw() { stat -c %s "$(node_log s)" 2>/dev/null || echo 0; }
+
+# follow_hint HINT: applies "Set sno.sequence_min = A and sno.sequence_max = B ..." literally
+# (the node's settings), leaving A and B in $a and $b.
+follow_hint() {
+    a=- b=-
+    if [[ "$1" =~ ^Set\ sno\.sequence_min\ =\ ([0-9]+)\ and\ sno\.sequence_max\ =\ ([0-9]+)\ in\ postgresql\.conf ]]; then
+        a="${BASH_REMATCH[1]}" b="${BASH_REMATCH[2]}"
+        node_cmdline s shared_preload_libraries=sno "sno.sequence_min=$a" "sno.sequence_max=$b"
+    else
+        bad "HINT not understood: $1"
+    fi
+}
+
+# --- 1. unusable slices ------------------------------------------------------------------
+for case in "40000 30000 30000 40000" "7 7 7 10" "65534 65535 65532 65535"; do
+    read -r lo hi want_lo want_hi <<<"$case"
+    node_cmdline s shared_preload_libraries=sno "sno.sequence_min=$lo" "sno.sequence_max=$hi"
+    out="$(start_refused "slice $lo-$hi")"
+    check "slice $lo-$hi: the server refuses to start with the message" \
+        "$(grep -c "invalid sequence slice for sno: sno.sequence_min = $lo, sno.sequence_max = $hi" <<<"$out")" 1
+    hint="$(msg_field HINT "$out")"
+    echo "    HINT: $hint"
+    follow_hint "$hint"
+    check "slice $lo-$hi: the HINT gives $want_lo-$want_hi" "$a-$b" "$want_lo-$want_hi"
+    if node_start s; then
+        psql -c "SET client_min_messages = error" -c "CREATE EXTENSION IF NOT EXISTS sno"
+        check "slice $lo-$hi: after the HINT the server starts and the view shows the slice" \
+            "$(psql -c "SELECT sequence_min, sequence_max, ids_per_unit FROM sno_generator")" \
+            "$a|$b|$((b - a + 1))"
+        node_stop s
+    fi
+done
+# The SQLSTATE, as a client sees it (the library loaded into a session, where a bad slice is
+# not checked at start): the settings' own range checks name the value.
+node_cmdline s shared_preload_libraries=sno sno.sequence_min=0 sno.sequence_max=65535
+node_start s
+out="$(node_try s "ALTER SYSTEM SET sno.sequence_max = 70000")"
+check "sno.sequence_max = 70000 is refused with the range" \
+    "$(grep -c '70000 is outside the valid range for parameter "sno.sequence_max" (0 .. 65535)' <<<"$out")" 1
+out="$(node_try s "SET sno.sequence_min = 5")"
+check "SET sno.sequence_min in a session is refused (server start only)" \
+    "$(grep -c 'parameter "sno.sequence_min" cannot be changed without restarting the server' <<<"$out")" 1
+node_stop s
+
+# --- 2. the smallest slice ----------------------------------------------------------------
+node_cmdline s shared_preload_libraries=sno sno.sequence_min=100 sno.sequence_max=103
+node_start s
+psql -c "CREATE TABLE small (id sno PRIMARY KEY)" \
+    -c "INSERT INTO small SELECT sno_generate() FROM generate_series(1, 2000)"
+check "2000 IDs of slice 100-103: sequences 100..103, at most 4 per unit" \
+    "$(psql -c "SELECT min(sno_sequence(id)), max(sno_sequence(id)), max(n) FROM small,
+        LATERAL (SELECT count(*) n FROM small s2 WHERE sno_time(s2.id) = sno_time(small.id)) c")" "100|103|4"
+check "the waits for a full unit are counted (at least 2000/4 - 1)" \
+    "$(psql -c "SELECT full_unit_stalls >= 499, ids_per_unit FROM sno_generator")" "t|4"
+node_stop s
+
+# --- 3. a client generator on the other slice of the same partition -----------------------
+# A new server: a restart would resume on tick-tock bit 1 (past the horizon of the last
+# run), and the client makes IDs on bit 0, as muyo/sno does while its clock runs forward.
+node_drop s
+node_new s
+node_clock_mode s none
+node_initdb s
+node_cmdline s shared_preload_libraries=sno sno.partition=4242 sno.sequence_min=0 sno.sequence_max=32767
+node_start s
+psql -c "CREATE EXTENSION sno"
+check "the server is on tick-tock bit 0, the client's" "$(psql -c "SELECT tick FROM sno_generator")" 0
+dsn="postgresql:///postgres?host=$CL_WORK&port=$(node_port s)&user=postgres"
+log="$CL_WORK/cargo.log"
+export CARGO_TARGET_DIR="${SNO_DRIVERS_TARGET_DIR:-$root/target/drivers-rust}"
+cargo test --manifest-path "$root/tests/drivers/rust/Cargo.toml" --test shared_partition --no-run >"$log" 2>&1 ||
+    { tail -n 30 "$log"; die "the client generator did not build"; }
+
+# run NAME CLIENT-SLICE EXPECT: the server inserts sno_generate() in a loop while the client
+# inserts its own IDs, for 6 s; prints the client's report. Leaves the conflicts of both
+# sides in $conflicts.
+run() {
+    psql -c "SET client_min_messages = warning" -c "DROP TABLE IF EXISTS shared" -c "CREATE TABLE shared (id sno PRIMARY KEY, origin text NOT NULL)"
+    # The server's side: statements of 2000 rows for as long as the client runs.
+    touch "$CL_WORK/go"
+    : >"$CL_WORK/server-made"
+    (
+        while [[ -e "$CL_WORK/go" ]]; do
+            psql -c "INSERT INTO shared SELECT sno_generate(), 'server' FROM generate_series(1, 2000) ON CONFLICT (id) DO NOTHING" ||
+                { echo "server insert failed" >"$CL_WORK/server-failed"; break; }
+            echo 2000 >>"$CL_WORK/server-made"
+        done
+    ) &
+    local pid=$! made rows client
+    SNO_TEST_DSN="$dsn" SNO_CLIENT_SLICE="$2" SNO_CLIENT_PARTITION=4242 SNO_CLIENT_SECONDS=6 \
+        SNO_EXPECT_CONFLICTS="$3" RUST_BACKTRACE=0 \
+        cargo test --manifest-path "$root/tests/drivers/rust/Cargo.toml" --test shared_partition \
+        -- --nocapture >"$log" 2>&1 && r=0 || r=$?
+    rm -f "$CL_WORK/go"
+    wait "$pid"
+    grep -E '^client IDs:' "$log" | sed 's/^/    /'
+    check "$1: the client test passed" "$r" 0
+    ((r == 0)) || tail -n 30 "$log"
+    check "$1: every server insert ran" "$([[ -e "$CL_WORK/server-failed" ]] && echo failed || echo ok)" ok
+    rm -f "$CL_WORK/server-failed"
+    made="$(awk '{ s += $1 } END { print s + 0 }' "$CL_WORK/server-made")"
+    rows="$(psql -c "SELECT count(*) FROM shared WHERE origin = 'server'")"
+    client="$(sed -n 's/^client IDs: .* \([0-9]*\) conflicts$/\1/p' "$log")"
+    conflicts=$((made - rows + ${client:-0}))
+    echo "    server IDs: $made made, $rows inserted, $((made - rows)) conflicts"
+}
+
+run "slices 0-32767 (server) and 32768-65535 (client)" 32768-65535 0
+check "slices apart: no conflict on either side" "$conflicts" 0
+check "server IDs: partition 4242, sequences in 0..32767; client IDs: 32768..65535" \
+    "$(psql -c "SELECT origin, min(sno_partition(id)), max(sno_partition(id)), min(sno_sequence(id)) >= CASE origin WHEN 'server' THEN 0 ELSE 32768 END, max(sno_sequence(id)) <= CASE origin WHEN 'server' THEN 32767 ELSE 65535 END FROM shared GROUP BY 1 ORDER BY 1" | tr '\n' ' ')" \
+    "client|4242|4242|t|t server|4242|4242|t|t "
+shared="$(psql -c "SELECT count(*) FROM (SELECT sno_time(id), sno_tick(id) FROM shared GROUP BY 1, 2 HAVING count(DISTINCT origin) = 2) u")"
+echo "    4 ms units holding IDs of both generators: $shared; rows: $(psql -c "SELECT string_agg(origin || ' ' || n, ', ') FROM (SELECT origin, count(*) n FROM shared GROUP BY 1 ORDER BY 1) c")"
+check "the two generators shared at least 100 units" "$((shared >= 100))" 1
+
+run "control: the client on the server's own slice 0-32767" 0-32767 report
+check "control: one slice for both generators conflicts (so the check above can fail)" "$((conflicts > 0))" 1
+node_stop s
+exit "$fail"
