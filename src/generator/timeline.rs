@@ -608,7 +608,10 @@ mod tests {
         let mut sv = Server::sliced(Slice::new(0, 9).unwrap());
         let mut clock = 500;
         let mut all = HashSet::new();
-        for (i, (min, max)) in [(5, 20), (0, 9), (0, 65535), (3, 6)].into_iter().enumerate() {
+        for (i, (min, max)) in [(5, 20), (0, 9), (0, 65535), (3, 6)]
+            .into_iter()
+            .enumerate()
+        {
             for _ in 0..200 {
                 assert!(all.insert(sv.take(&mut clock).0));
             }

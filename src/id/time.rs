@@ -234,8 +234,8 @@ mod tests {
 
     /// Any ID, as its time and bytes: the time of a unit near `t` (or at the ends).
     fn id_near(t: i64) -> impl Strategy<Value = Sno> {
-        let u = pg_micros_to_units(t.clamp(EPOCH_PG_MICROS, units_to_pg_micros(MAX_UNITS)))
-            .unwrap();
+        let u =
+            pg_micros_to_units(t.clamp(EPOCH_PG_MICROS, units_to_pg_micros(MAX_UNITS))).unwrap();
         (
             prop_oneof![
                 Just(0u64),

@@ -4,9 +4,7 @@
 //! `sno_upper_bound`, the same bounds defined for every instant, which the planner adds.
 
 use crate::id::layout::Sno;
-use crate::id::time::{
-    pg_micros_to_units, time_lower_bound, time_upper_bound, units_to_pg_micros,
-};
+use crate::id::time::{pg_micros_to_units, time_lower_bound, time_upper_bound, units_to_pg_micros};
 use crate::pg::errors::{self, Problem};
 use crate::pg::fmgr::{arg_i32, arg_i64, arg_sno, finfo_v1, i32_datum, sno_datum};
 use pgrx::pg_guard;

@@ -208,7 +208,10 @@ unsafe fn implied(clause: *mut Node, cat: &mut Option<Catalog>, out: &mut Vec<*m
         return;
     };
     // For timestamptz on both sides the time may be either operand.
-    let (a, b) = (args[0].ptr_value as *mut Node, args[1].ptr_value as *mut Node);
+    let (a, b) = (
+        args[0].ptr_value as *mut Node,
+        args[1].ptr_value as *mut Node,
+    );
     let candidates: &[(bool, *mut Node, *mut Node)] = if other_type == pg_sys::TIMESTAMPTZOID {
         &[(true, a, b), (false, b, a)]
     } else if fixed_left {

@@ -131,6 +131,57 @@ mod tests {
     }
 
     #[pg_test]
+    fn time_predicates_scan_the_key_and_answer_as_a_seqscan() {
+        run("CREATE TABLE t_tp (id sno PRIMARY KEY, n int)");
+        run("INSERT INTO t_tp SELECT sno_from_parts(timestamptz '2024-01-01 00:00:00+00' + g * interval '1 ms', g % 256, 7, g % 65536, g % 2), g
+             FROM generate_series(1, 50000) g");
+        run("ANALYZE t_tp");
+        let w = "sno_time(id) >= '2024-01-01 00:00:10.002+00' AND sno_time(id) < '2024-01-01 00:00:20+00'";
+        let explain = Spi::connect(|c| {
+            c.select(
+                &format!("EXPLAIN (COSTS OFF) SELECT count(*) FROM t_tp WHERE {w}"),
+                None,
+                &[],
+            )
+            .unwrap()
+            .map(|r| r.get::<String>(1).unwrap().unwrap_or_default())
+            .collect::<Vec<_>>()
+            .join("\n")
+        });
+        assert!(
+            explain.contains("Index Cond: ((id >= '")
+                && explain.contains("Filter: ((sno_time(id) >="),
+            "{explain}"
+        );
+        // The unit holding 10.002 starts at 10.000: the bound takes it, the filter drops it.
+        assert_eq!(
+            one::<i64>(&format!("SELECT count(*) FROM t_tp WHERE {w}")),
+            9996
+        );
+        assert_eq!(
+            one::<i64>(&format!(
+                "SELECT count(*) FROM (SELECT id FROM t_tp OFFSET 0) s WHERE {w}"
+            )),
+            9996
+        );
+        assert!(one::<bool>(
+            "SELECT sno_lower_bound('-infinity') = '2222222222222222'::sno
+                AND sno_upper_bound('infinity') = 'xxxxxxxxxxxxxxxx'::sno
+                AND sno_lower_bound('2024-01-01 00:00:00.005+00') = sno_min('2024-01-01 00:00:00.005+00')"
+        ));
+    }
+
+    #[pg_test]
+    fn the_generator_view_shows_the_whole_pool_by_default() {
+        assert_eq!(
+            one::<String>(
+                "SELECT format('%s %s %s', sequence_min, sequence_max, ids_per_unit) FROM sno_generator"
+            ),
+            "0 65535 65536"
+        );
+    }
+
+    #[pg_test]
     fn btree_index_of_random_values_passes_amcheck() {
         run("CREATE EXTENSION IF NOT EXISTS amcheck");
         run("CREATE EXTENSION IF NOT EXISTS pageinspect");

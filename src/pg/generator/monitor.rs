@@ -97,11 +97,7 @@ pub(super) fn sno_generator_slice() -> TableIterator<
     ),
 > {
     let slice = shmem::locked(shared_or_raise(), |g| g.timeline.slice);
-    TableIterator::once((
-        slice.min as i32,
-        slice.max as i32,
-        slice.capacity() as i32,
-    ))
+    TableIterator::once((slice.min as i32, slice.max as i32, slice.capacity() as i32))
 }
 
 /// `sno_generator_backends()`: one row per backend that has generated IDs. Execute is granted

@@ -1,0 +1,34 @@
+-- sno 0.2.0 -> 0.3.0: ALTER EXTENSION sno UPDATE (or UPDATE TO '0.3.0').
+--
+-- Leaves a database's catalog identical to a fresh CREATE EXTENSION sno at 0.3.0 (tested by
+-- tests/upgrade/update_from_0.2.0.sh, and from 0.1.0 through both scripts by
+-- tests/upgrade/extension_update.sh). Nothing is dropped: no user object, grant or column is
+-- touched. Changes:
+-- * new: sno_lower_bound(timestamptz) and sno_upper_bound(timestamptz), the bounds the planner
+--   adds next to sno_time(id) comparisons so that they scan the index on id (the library
+--   adds them only once these functions exist, so a database at 0.2.0 plans as before);
+-- * new: sno_generator_slice(), and its columns sequence_min, sequence_max and ids_per_unit at
+--   the end of the sno_generator view (CREATE OR REPLACE VIEW keeps the views that use it and
+--   its privileges).
+-- Every C symbol of 0.2.0 keeps its shape: a database still at 0.2.0 works with this library.
+
+\echo Use "ALTER EXTENSION sno UPDATE" to load this file. \quit
+
+CREATE FUNCTION sno_lower_bound(timestamptz) RETURNS sno
+    AS 'MODULE_PATHNAME', 'sno_lower_bound' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION sno_lower_bound(timestamptz) IS 'sno_min of the instant, or the smallest/largest ID outside the format''s range: sno_time(id) >= t implies id >= sno_lower_bound(t)';
+CREATE FUNCTION sno_upper_bound(timestamptz) RETURNS sno
+    AS 'MODULE_PATHNAME', 'sno_upper_bound' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION sno_upper_bound(timestamptz) IS 'sno_max of the instant, or the smallest/largest ID outside the format''s range: sno_time(id) <= t implies id <= sno_upper_bound(t)';
+
+CREATE FUNCTION "sno_generator_slice"() RETURNS TABLE (
+	"sequence_min" INT,  /* i32 */
+	"sequence_max" INT,  /* i32 */
+	"ids_per_unit" INT  /* i32 */
+)
+STRICT VOLATILE PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'sno_generator_slice_wrapper';
+
+CREATE OR REPLACE VIEW sno_generator AS
+    SELECT i.*, s.* FROM sno_generator_info() i CROSS JOIN sno_generator_slice() s;

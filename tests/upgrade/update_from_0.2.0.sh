@@ -1,0 +1,150 @@
+#!/usr/bin/env bash
+# shellcheck source-path=SCRIPTDIR
+# ALTER EXTENSION sno UPDATE from 0.2.0 (the last release) to this version, with its package:
+#   1. sno 0.2.0 is built from its commit into a private copy of a relocatable PostgreSQL; the
+#      install script it generates must be sql/sno--0.2.0.sql.
+#   2. Data made with 0.2.0 (tests/upgrade/data.bash), a user's view over sno_generator, a grant
+#      on it, and a time query.
+#   3. The package is installed with the README's commands; the server restarts.
+#   4. Before the update the 0.2.0 catalog works with the new library: sno_generator (its 17
+#      columns), sno_generate through the DEFAULT, and sno_time predicates (their answers equal
+#      a sequential scan's; no bound is added while the catalog lacks sno_lower_bound).
+#   5. ALTER EXTENSION sno UPDATE: silent; the catalog equals a fresh CREATE EXTENSION's
+#      (tests/upgrade/catalog.sql); the user's view and grant are kept; sno_generator has the
+#      slice columns; sno_time predicates now scan the primary key.
+#   6. The data: the old rows unchanged, zero duplicates over both versions' IDs, amcheck and
+#      the hash and BRIN indexes (check_integrity).
+#
+# Usage (as root): update_from_0.2.0.sh PG_HOME TARBALL PORT
+set -uo pipefail
+if (($# != 3)); then
+    echo "usage: $0 PG_HOME TARBALL PORT" >&2
+    exit 2
+fi
+pg_home="$1" tarball="$(readlink -f "$2")" port="$3"
+# shellcheck source=../client/cluster.bash
+source "$(dirname "${BASH_SOURCE[0]}")/../client/cluster.bash"
+[[ -r "$tarball" ]] || { echo "FAIL: no package $tarball"; exit 1; }
+((EUID == 0)) || { echo "FAIL: run as root (servers run as postgres through sudo)"; exit 1; }
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+
+OLD_VERSION=0.2.0
+OLD_COMMIT=d96e9ad # tagged v0.2.0
+NEW_VERSION="$(sed -n 's/^version = "\(.*\)"$/\1/p' "$root/Cargo.toml" | head -1)"
+
+harness_setup upd_020 "$pg_home/bin" "$port" "$port"
+work="$CL_WORK"
+# shellcheck source=data.bash
+source "$(dirname "${BASH_SOURCE[0]}")/data.bash"
+db=upd
+q() {
+    local node="$1"
+    shift
+    node_psql_db "$node" "$db" "$@"
+}
+nq=(q srv)
+
+# --- 1. sno 0.2.0 in a private PostgreSQL ----------------------------------------------------
+pg="$work/pg"
+cp -a "$pg_home" "$pg"
+rm -f "$pg/lib/sno.so" "$pg/share/extension/sno.control" "$pg/share/extension"/sno--*.sql
+chmod -R a+rX "$pg"
+extdir="$("$pg/bin/pg_config" --sharedir)/extension"
+[[ "$extdir" == "$pg/share/extension" ]] || die "$pg_home is not relocatable"
+CL_BINDIR="$pg/bin"
+src="$work/sno-$OLD_VERSION"
+mkdir -p "$src"
+git -C "$root" archive "$OLD_COMMIT" | tar -x -C "$src" || die "git archive $OLD_COMMIT (sno $OLD_VERSION)"
+t0=$SECONDS
+if (cd "$src" && CARGO_TARGET_DIR="$root/target" cargo pgrx install --pg-config "$pg/bin/pg_config" \
+    --no-default-features --features "pg$CL_MAJOR") >"$work/build.log" 2>&1; then
+    echo "ok: sno $OLD_VERSION built from $OLD_COMMIT and installed ($((SECONDS - t0)) s)"
+else
+    tail -20 "$work/build.log"
+    die "building sno $OLD_VERSION"
+fi
+code_only() { grep -v -e '^[[:space:]]*--' -e '^[[:space:]]*$' "$1"; }
+check "sno $OLD_VERSION's install script, generated from its commit, is sql/sno--$OLD_VERSION.sql" \
+    "$(diff <(code_only "$extdir/sno--$OLD_VERSION.sql") <(code_only "$root/sql/sno--$OLD_VERSION.sql") | head -5)" ""
+
+# --- 2. data made with 0.2.0 -------------------------------------------------------------------
+node_new srv
+node_clock_mode srv none
+node_initdb srv -E UTF8 --locale=C || die "initdb"
+node_cmdline srv shared_preload_libraries=sno fsync=off
+node_start srv || die "the 0.2.0 server did not start"
+node_psql srv -c "CREATE DATABASE upd" -c "CREATE ROLE sno_ops" || die "database"
+q srv -c "CREATE EXTENSION sno" -c "$SNO_DATA_SCHEMA" \
+    -c "CREATE VIEW my_generator AS SELECT partition, ids_issued FROM sno_generator" \
+    -c "GRANT SELECT ON sno_generator TO sno_ops" >/dev/null || die "the 0.2.0 schema"
+check "CREATE EXTENSION sno made version $OLD_VERSION" \
+    "$(q srv -c "SELECT extversion FROM pg_extension WHERE extname = 'sno'")" "$OLD_VERSION"
+batch srv 1 || die "batch 1 with 0.2.0"
+digest="$(q srv -c "$DIGEST")"
+# A time window in the middle of batch 1, and the rows in it by a sequential scan.
+read -r t1 t2 < <(q srv -F ' ' -c "SELECT sno_time(id) + interval '1 s', sno_time(id) + interval '2 s' FROM t_main ORDER BY id LIMIT 1")
+window="sno_time(id) >= '$t1' AND sno_time(id) < '$t2'"
+seq="SET enable_indexscan = off; SET enable_bitmapscan = off; SET enable_indexonlyscan = off;"
+idx="SET enable_seqscan = off;"
+count_seq="$(q srv -c "$seq" -c "SELECT count(*), md5(string_agg(id::text, ',' ORDER BY id)) FROM t_main WHERE $window")"
+
+# --- 3. the package --------------------------------------------------------------------------
+base="$(basename "$tarball" .tar.gz)"
+(cd "$work" && tar -xzf "$tarball" &&
+    install -m 755 "$base/lib/sno.so" "$("$pg/bin/pg_config" --pkglibdir)" &&
+    install -m 644 "$base"/share/extension/* "$("$pg/bin/pg_config" --sharedir)/extension") ||
+    die "installing $tarball"
+check "the package's control file says $NEW_VERSION" \
+    "$(sed -n "s/^default_version = '\(.*\)'$/\1/p" "$extdir/sno.control")" "$NEW_VERSION"
+node_restart srv || die "the server did not start with sno $NEW_VERSION"
+
+# --- 4. the 0.2.0 catalog with the new library -------------------------------------------------
+check "before the update, the database is still at $OLD_VERSION" \
+    "$(q srv -c "SELECT extversion FROM pg_extension WHERE extname = 'sno'")" "$OLD_VERSION"
+check "0.2.0's sno_generator with the new library: its 17 columns" \
+    "$(q srv -c "SELECT count(*) FROM information_schema.columns WHERE table_name = 'sno_generator'" -c "SELECT state FROM sno_generator")" \
+    "17
+ready"
+batch srv 2 || bad "batch 2 through the 0.2.0 catalog"
+plan="$(q srv -c "$idx" -c "EXPLAIN (COSTS OFF) SELECT count(*) FROM t_main WHERE $window")"
+check "0.2.0's catalog: a sno_time predicate gets no bound (no sno_lower_bound yet), and no error" \
+    "$(grep -c 'sno_lower_bound\|Index Cond' <<<"$plan")" 0
+check "0.2.0's catalog: the window's rows equal the sequential scan's" \
+    "$(q srv -c "$idx" -c "SELECT count(*), md5(string_agg(id::text, ',' ORDER BY id)) FROM t_main WHERE $window")" "$count_seq"
+
+# --- 5. ALTER EXTENSION sno UPDATE -------------------------------------------------------------
+catalog() { node_psql_db srv "$1" -f "$(dirname "${BASH_SOURCE[0]}")/catalog.sql"; }
+node_psql srv -c "CREATE DATABASE fresh" || die "database fresh"
+db=fresh
+q srv -c "CREATE EXTENSION sno" || die "CREATE EXTENSION sno in a new database"
+# The view's privileges differ by the grant to sno_ops (checked below), the rest must not.
+no_acl() { sed '/^view sno_generator |/s/ acl=[^ ]*//'; }
+fresh="$(catalog fresh | no_acl)"
+db=upd
+check "ALTER EXTENSION sno UPDATE says nothing" "$(q srv -c "ALTER EXTENSION sno UPDATE" 2>&1)" ""
+check "the database is at $NEW_VERSION" "$(q srv -c "SELECT extversion FROM pg_extension WHERE extname = 'sno'")" "$NEW_VERSION"
+after="$(catalog upd)"
+check "the updated catalog equals a fresh CREATE EXTENSION's, the grant to sno_ops aside ($(wc -l <<<"$fresh") lines)" \
+    "$(diff <(no_acl <<<"$after") <(echo "$fresh"))" ""
+check "the grant on sno_generator is kept" \
+    "$(q srv -c "SELECT has_table_privilege('sno_ops', 'sno_generator', 'SELECT')")" t
+check "the user's view over sno_generator works, and the view has the slice columns" \
+    "$(q srv -c "SELECT count(*) FROM my_generator" -c "SELECT sequence_min, sequence_max, ids_per_unit FROM sno_generator")" \
+    "1
+0|65535|65536"
+plan="$(q srv -c "$idx" -c "EXPLAIN (COSTS OFF) SELECT count(*) FROM t_main WHERE $window")"
+check "after the update the sno_time predicate scans the primary key with the added bounds" \
+    "$(grep -c 'Index Cond: ((id >= .*) AND (id <= .*))' <<<"$plan")" 1
+check "after the update the window's rows equal the sequential scan's" \
+    "$(q srv -c "$idx" -c "SELECT count(*), md5(string_agg(id::text, ',' ORDER BY id)) FROM t_main WHERE $window")" "$count_seq"
+batch srv 3 || bad "batch 3 after the update"
+
+# --- 6. the data ------------------------------------------------------------------------------
+name="update $OLD_VERSION -> $NEW_VERSION"
+check "$name: the 0.2.0 rows are identical" "$(q srv -c "$DIGEST")" "$digest"
+total=$((3 * IDS_PER_BATCH))
+check "$name: zero duplicates over all $total IDs of both versions" \
+    "$(q srv -c "SELECT count(*), count(DISTINCT x) FROM $ALL_IDS")" "$total|$total"
+check_integrity "$name" "$work"
+node_stop srv
+exit "$fail"
