@@ -13,3 +13,10 @@ SELECT * FROM sno_generator;
 SELECT sno_current_partition();
 -- The session is still fine afterwards.
 SELECT 'brpk4q72xwf2m63l'::sno AS still_working;
+-- Time predicates answer the same without the preload (the bounds come once the library is
+-- loaded in the session, as it is here).
+CREATE TABLE np (id sno PRIMARY KEY);
+INSERT INTO np SELECT sno_from_parts(timestamptz '2026-01-01+00' + g * interval '1 ms', 0, 1, g) FROM generate_series(1, 2000) g;
+SELECT count(*) FROM np WHERE sno_time(id) >= '2026-01-01 00:00:01.002+00';
+SELECT count(*) FROM (SELECT id FROM np OFFSET 0) s WHERE sno_time(id) >= '2026-01-01 00:00:01.002+00';
+DROP TABLE np;

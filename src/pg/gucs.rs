@@ -22,7 +22,7 @@ static MAX_CLOCK_WAIT_MS: GucSetting<i32> = GucSetting::<i32>::new(10_000);
 static SEQUENCE_MIN: GucSetting<i32> = GucSetting::<i32>::new(0);
 static SEQUENCE_MAX: GucSetting<i32> = GucSetting::<i32>::new(65535);
 
-/// The configured slice, or why it is refused.
+/// The configured slice (the whole pool when sno is not preloaded), or why it is refused.
 pub fn slice() -> Result<Slice, (i32, i32, SliceError)> {
     let (min, max) = (SEQUENCE_MIN.get(), SEQUENCE_MAX.get());
     Slice::new(min.into(), max.into()).map_err(|e| (min, max, e))
@@ -62,28 +62,34 @@ pub fn init() {
         GucContext::Suset,
         GucFlags::UNIT_MS,
     );
-    GucRegistry::define_int_guc(
-        c"sno.sequence_min",
-        c"First sequence number sno_generate uses in each 4 ms unit.",
-        c"With sno.sequence_max, the slice of the sequence pool this server numbers IDs from \
-          (muyo/sno's SequenceMin and SequenceMax): generators on the rest of the pool may \
-          share the partition.",
-        &SEQUENCE_MIN,
-        0,
-        65535,
-        GucContext::Postmaster,
-        GucFlags::default(),
-    );
-    GucRegistry::define_int_guc(
-        c"sno.sequence_max",
-        c"Last sequence number sno_generate uses in each 4 ms unit.",
-        c"Must be above sno.sequence_min, at least 3 above (muyo/sno's smallest pool, 4).",
-        &SEQUENCE_MAX,
-        0,
-        65535,
-        GucContext::Postmaster,
-        GucFlags::default(),
-    );
+    // Server-start settings can be defined only while the postmaster preloads the library
+    // (PostgreSQL refuses them later, ending the session); loaded any other way, sno has no
+    // generator, so it has no slice either.
+    // SAFETY: plain read of a server global.
+    if unsafe { pgrx::pg_sys::process_shared_preload_libraries_in_progress } {
+        GucRegistry::define_int_guc(
+            c"sno.sequence_min",
+            c"First sequence number sno_generate uses in each 4 ms unit.",
+            c"With sno.sequence_max, the slice of the sequence pool this server numbers IDs from \
+              (muyo/sno's SequenceMin and SequenceMax): generators on the rest of the pool may \
+              share the partition.",
+            &SEQUENCE_MIN,
+            0,
+            65535,
+            GucContext::Postmaster,
+            GucFlags::default(),
+        );
+        GucRegistry::define_int_guc(
+            c"sno.sequence_max",
+            c"Last sequence number sno_generate uses in each 4 ms unit.",
+            c"Must be above sno.sequence_min, at least 3 above (muyo/sno's smallest pool, 4).",
+            &SEQUENCE_MAX,
+            0,
+            65535,
+            GucContext::Postmaster,
+            GucFlags::default(),
+        );
+    }
     reserve_prefix();
 }
 
