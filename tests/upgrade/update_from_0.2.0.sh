@@ -82,11 +82,13 @@ check "CREATE EXTENSION sno made version $OLD_VERSION" \
 batch srv 1 || die "batch 1 with 0.2.0"
 digest="$(q srv -c "$DIGEST")"
 # A time window in the middle of batch 1, and the rows in it by a sequential scan.
-read -r t1 t2 < <(q srv -F ' ' -c "SELECT sno_time(id) + interval '1 s', sno_time(id) + interval '2 s' FROM t_main ORDER BY id LIMIT 1")
+IFS='|' read -r t1 t2 < <(q srv -c "SELECT sno_time(id) + interval '1 s', sno_time(id) + interval '2 s' FROM t_main ORDER BY id LIMIT 1")
 window="sno_time(id) >= '$t1' AND sno_time(id) < '$t2'"
 seq="SET enable_indexscan = off; SET enable_bitmapscan = off; SET enable_indexonlyscan = off;"
 idx="SET enable_seqscan = off;"
 count_seq="$(q srv -c "$seq" -c "SELECT count(*), md5(string_agg(id::text, ',' ORDER BY id)) FROM t_main WHERE $window")"
+[[ "$count_seq" =~ ^[1-9][0-9]*\|[0-9a-f]{32}$ ]] || die "the time window [$t1, $t2) holds no rows: '$count_seq'"
+echo "ok: a 1 s window of batch 1 holds ${count_seq%|*} rows (sequential scan)"
 
 # --- 3. the package --------------------------------------------------------------------------
 base="$(basename "$tarball" .tar.gz)"
