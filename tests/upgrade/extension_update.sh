@@ -57,29 +57,10 @@ q() {
 nq=(q srv)
 
 # --- 1. sno 0.1.0 in a private PostgreSQL ----------------------------------------------------
-pg="$work/pg"
-cp -a "$pg_home" "$pg"
-rm -f "$pg/lib/sno.so" "$pg/share/extension/sno.control" "$pg/share/extension"/sno--*.sql
-chmod -R a+rX "$pg"
-extdir="$("$pg/bin/pg_config" --sharedir)/extension"
-[[ "$extdir" == "$pg/share/extension" ]] || die "$pg_home is not relocatable (its copy's extension directory is $extdir)"
-CL_BINDIR="$pg/bin" # every node runs this installation
-src="$work/sno-$OLD_VERSION"
-mkdir -p "$src"
-git -C "$root" archive "$OLD_COMMIT" | tar -x -C "$src" || die "git archive $OLD_COMMIT (sno $OLD_VERSION)"
-t0=$SECONDS
-if (cd "$src" && CARGO_TARGET_DIR="$root/target" cargo pgrx install --pg-config "$pg/bin/pg_config" \
-    --no-default-features --features "pg$CL_MAJOR") >"$work/build-$OLD_VERSION.log" 2>&1; then
-    echo "ok: sno $OLD_VERSION built from $OLD_COMMIT and installed ($((SECONDS - t0)) s)"
-else
-    tail -20 "$work/build-$OLD_VERSION.log"
-    die "building sno $OLD_VERSION"
-fi
-# The install script of the old release is what this repository keeps (comments aside: they
-# carry source line numbers).
-code_only() { grep -v -e '^[[:space:]]*--' -e '^[[:space:]]*$' "$1"; }
-check "sno $OLD_VERSION's install script, generated from its commit, is sql/sno--$OLD_VERSION.sql" \
-    "$(diff <(code_only "$extdir/sno--$OLD_VERSION.sql") <(code_only "$root/sql/sno--$OLD_VERSION.sql") | head -5)" ""
+# shellcheck source=release.bash
+source "$(dirname "${BASH_SOURCE[0]}")/release.bash"
+private_postgres "$pg_home"
+build_release "$OLD_VERSION" "$OLD_COMMIT"
 
 # --- 2. data made with 0.1.0 -------------------------------------------------------------------
 node_new srv
@@ -126,13 +107,7 @@ node_wait_catchup stby srv || die "the 0.1.0 standby does not replay"
 
 # --- 3. the package --------------------------------------------------------------------------
 # The README's commands for a tarball (pg_config: this installation's), while both servers run.
-base="$(basename "$tarball" .tar.gz)"
-(cd "$work" && tar -xzf "$tarball" &&
-    install -m 755 "$base/lib/sno.so" "$("$pg/bin/pg_config" --pkglibdir)" &&
-    install -m 644 "$base"/share/extension/* "$("$pg/bin/pg_config" --sharedir)/extension") ||
-    die "installing $tarball"
-check "the package's control file says $NEW_VERSION" \
-    "$(sed -n "s/^default_version = '\(.*\)'$/\1/p" "$extdir/sno.control")" "$NEW_VERSION"
+install_tarball "$tarball" "$NEW_VERSION"
 # Every C symbol any install or upgrade script names is in the new library (with its
 # version-1 record): the library serves every version's SQL.
 missing=""

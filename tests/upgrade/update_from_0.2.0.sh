@@ -45,27 +45,10 @@ q() {
 nq=(q srv)
 
 # --- 1. sno 0.2.0 in a private PostgreSQL ----------------------------------------------------
-pg="$work/pg"
-cp -a "$pg_home" "$pg"
-rm -f "$pg/lib/sno.so" "$pg/share/extension/sno.control" "$pg/share/extension"/sno--*.sql
-chmod -R a+rX "$pg"
-extdir="$("$pg/bin/pg_config" --sharedir)/extension"
-[[ "$extdir" == "$pg/share/extension" ]] || die "$pg_home is not relocatable"
-CL_BINDIR="$pg/bin"
-src="$work/sno-$OLD_VERSION"
-mkdir -p "$src"
-git -C "$root" archive "$OLD_COMMIT" | tar -x -C "$src" || die "git archive $OLD_COMMIT (sno $OLD_VERSION)"
-t0=$SECONDS
-if (cd "$src" && CARGO_TARGET_DIR="$root/target" cargo pgrx install --pg-config "$pg/bin/pg_config" \
-    --no-default-features --features "pg$CL_MAJOR") >"$work/build.log" 2>&1; then
-    echo "ok: sno $OLD_VERSION built from $OLD_COMMIT and installed ($((SECONDS - t0)) s)"
-else
-    tail -20 "$work/build.log"
-    die "building sno $OLD_VERSION"
-fi
-code_only() { grep -v -e '^[[:space:]]*--' -e '^[[:space:]]*$' "$1"; }
-check "sno $OLD_VERSION's install script, generated from its commit, is sql/sno--$OLD_VERSION.sql" \
-    "$(diff <(code_only "$extdir/sno--$OLD_VERSION.sql") <(code_only "$root/sql/sno--$OLD_VERSION.sql") | head -5)" ""
+# shellcheck source=release.bash
+source "$(dirname "${BASH_SOURCE[0]}")/release.bash"
+private_postgres "$pg_home"
+build_release "$OLD_VERSION" "$OLD_COMMIT"
 
 # --- 2. data made with 0.2.0 -------------------------------------------------------------------
 node_new srv
@@ -91,13 +74,7 @@ count_seq="$(q srv -c "$seq" -c "SELECT count(*), md5(string_agg(id::text, ',' O
 echo "ok: a 1 s window of batch 1 holds ${count_seq%|*} rows (sequential scan)"
 
 # --- 3. the package --------------------------------------------------------------------------
-base="$(basename "$tarball" .tar.gz)"
-(cd "$work" && tar -xzf "$tarball" &&
-    install -m 755 "$base/lib/sno.so" "$("$pg/bin/pg_config" --pkglibdir)" &&
-    install -m 644 "$base"/share/extension/* "$("$pg/bin/pg_config" --sharedir)/extension") ||
-    die "installing $tarball"
-check "the package's control file says $NEW_VERSION" \
-    "$(sed -n "s/^default_version = '\(.*\)'$/\1/p" "$extdir/sno.control")" "$NEW_VERSION"
+install_tarball "$tarball" "$NEW_VERSION"
 node_restart srv || die "the server did not start with sno $NEW_VERSION"
 
 # --- 4. the 0.2.0 catalog with the new library -------------------------------------------------
