@@ -198,13 +198,31 @@ CREATE FUNCTION sno_max(timestamptz) RETURNS sno
     AS 'MODULE_PATHNAME', 'sno_max' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION sno_max(timestamptz) IS 'largest sno ID of the 4 ms unit holding the instant';
 -- sno_min/sno_max for every instant, never an error: the bounds the planner adds next to a
--- sno_time(id) comparison (src/pg/planner.rs), so that it scans the index on id.
+-- sno_time(id) comparison (src/pg/planner.rs), so that it scans the index on id. The date and
+-- timestamp forms convert as the comparison does (session time zone; past timestamptz's range
+-- as an infinity), hence STABLE. EXECUTE is granted to PUBLIC explicitly: queries that only
+-- compare sno_time run them, whatever the default privileges of the role creating sno.
 CREATE FUNCTION sno_lower_bound(timestamptz) RETURNS sno
     AS 'MODULE_PATHNAME', 'sno_lower_bound' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION sno_lower_bound(timestamptz) IS 'sno_min of the instant, or the smallest/largest ID outside the format''s range: sno_time(id) >= t implies id >= sno_lower_bound(t)';
 CREATE FUNCTION sno_upper_bound(timestamptz) RETURNS sno
     AS 'MODULE_PATHNAME', 'sno_upper_bound' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION sno_upper_bound(timestamptz) IS 'sno_max of the instant, or the smallest/largest ID outside the format''s range: sno_time(id) <= t implies id <= sno_upper_bound(t)';
+CREATE FUNCTION sno_lower_bound(date) RETURNS sno
+    AS 'MODULE_PATHNAME', 'sno_lower_bound_date' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION sno_lower_bound(date) IS 'sno_time(id) >= d implies id >= sno_lower_bound(d)';
+CREATE FUNCTION sno_upper_bound(date) RETURNS sno
+    AS 'MODULE_PATHNAME', 'sno_upper_bound_date' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION sno_upper_bound(date) IS 'sno_time(id) <= d implies id <= sno_upper_bound(d)';
+CREATE FUNCTION sno_lower_bound(timestamp) RETURNS sno
+    AS 'MODULE_PATHNAME', 'sno_lower_bound_timestamp' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION sno_lower_bound(timestamp) IS 'sno_time(id) >= t implies id >= sno_lower_bound(t)';
+CREATE FUNCTION sno_upper_bound(timestamp) RETURNS sno
+    AS 'MODULE_PATHNAME', 'sno_upper_bound_timestamp' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION sno_upper_bound(timestamp) IS 'sno_time(id) <= t implies id <= sno_upper_bound(t)';
+GRANT EXECUTE ON FUNCTION sno_lower_bound(timestamptz), sno_upper_bound(timestamptz),
+    sno_lower_bound(date), sno_upper_bound(date), sno_lower_bound(timestamp), sno_upper_bound(timestamp)
+    TO PUBLIC;
 /* </end connected objects> */
 
 /* <begin connected objects> */
@@ -229,7 +247,7 @@ COMMENT ON FUNCTION sno_generate() IS 'a new sno ID with meta 0, unique on this 
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- src/pg/generator/monitor.rs:178
+-- src/pg/generator/monitor.rs:174
 -- sno::pg::generator::monitor::sno_current_partition
 CREATE  FUNCTION "sno_current_partition"() RETURNS INT /* i32 */
 STRICT STABLE PARALLEL SAFE
@@ -238,7 +256,7 @@ AS 'MODULE_PATHNAME', 'sno_current_partition_wrapper';
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- src/pg/generator/monitor.rs:109
+-- src/pg/generator/monitor.rs:105
 -- sno::pg::generator::monitor::sno_generator_backends
 CREATE  FUNCTION "sno_generator_backends"() RETURNS TABLE (
 	"pid" INT,  /* i32 */
@@ -310,7 +328,7 @@ AS 'MODULE_PATHNAME', 'generator_initialize_wrapper';
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- src/pg/generator/monitor.rs:142
+-- src/pg/generator/monitor.rs:138
 -- sno::pg::generator::monitor::sno_generator_lineage
 CREATE  FUNCTION "sno_generator_lineage"() RETURNS TABLE (
 	"partition" INT,  /* i32 */
@@ -361,6 +379,7 @@ AS 'MODULE_PATHNAME', 'sno_generator_slice_wrapper';
 
 -- The slice's columns come last: 0.3.0 added them with CREATE OR REPLACE VIEW, which keeps
 -- the views and grants that depend on sno_generator.
+GRANT EXECUTE ON FUNCTION sno_generator_slice() TO PUBLIC;
 CREATE VIEW sno_generator AS
     SELECT i.*, s.* FROM sno_generator_info() i CROSS JOIN sno_generator_slice() s;
 COMMENT ON VIEW sno_generator IS 'the server''s sno generator: partition, timeline, counters';

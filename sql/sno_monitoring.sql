@@ -13,6 +13,7 @@
 
 -- The slice's columns come last: 0.3.0 added them with CREATE OR REPLACE VIEW, which keeps
 -- the views and grants that depend on sno_generator.
+GRANT EXECUTE ON FUNCTION sno_generator_slice() TO PUBLIC;
 CREATE VIEW sno_generator AS
     SELECT i.*, s.* FROM sno_generator_info() i CROSS JOIN sno_generator_slice() s;
 COMMENT ON VIEW sno_generator IS 'the server''s sno generator: partition, timeline, counters';

@@ -182,10 +182,28 @@ CREATE FUNCTION sno_max(timestamptz) RETURNS sno
     AS 'MODULE_PATHNAME', 'sno_max' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION sno_max(timestamptz) IS 'largest sno ID of the 4 ms unit holding the instant';
 -- sno_min/sno_max for every instant, never an error: the bounds the planner adds next to a
--- sno_time(id) comparison (src/pg/planner.rs), so that it scans the index on id.
+-- sno_time(id) comparison (src/pg/planner.rs), so that it scans the index on id. The date and
+-- timestamp forms convert as the comparison does (session time zone; past timestamptz's range
+-- as an infinity), hence STABLE. EXECUTE is granted to PUBLIC explicitly: queries that only
+-- compare sno_time run them, whatever the default privileges of the role creating sno.
 CREATE FUNCTION sno_lower_bound(timestamptz) RETURNS sno
     AS 'MODULE_PATHNAME', 'sno_lower_bound' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION sno_lower_bound(timestamptz) IS 'sno_min of the instant, or the smallest/largest ID outside the format''s range: sno_time(id) >= t implies id >= sno_lower_bound(t)';
 CREATE FUNCTION sno_upper_bound(timestamptz) RETURNS sno
     AS 'MODULE_PATHNAME', 'sno_upper_bound' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION sno_upper_bound(timestamptz) IS 'sno_max of the instant, or the smallest/largest ID outside the format''s range: sno_time(id) <= t implies id <= sno_upper_bound(t)';
+CREATE FUNCTION sno_lower_bound(date) RETURNS sno
+    AS 'MODULE_PATHNAME', 'sno_lower_bound_date' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION sno_lower_bound(date) IS 'sno_time(id) >= d implies id >= sno_lower_bound(d)';
+CREATE FUNCTION sno_upper_bound(date) RETURNS sno
+    AS 'MODULE_PATHNAME', 'sno_upper_bound_date' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION sno_upper_bound(date) IS 'sno_time(id) <= d implies id <= sno_upper_bound(d)';
+CREATE FUNCTION sno_lower_bound(timestamp) RETURNS sno
+    AS 'MODULE_PATHNAME', 'sno_lower_bound_timestamp' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION sno_lower_bound(timestamp) IS 'sno_time(id) >= t implies id >= sno_lower_bound(t)';
+CREATE FUNCTION sno_upper_bound(timestamp) RETURNS sno
+    AS 'MODULE_PATHNAME', 'sno_upper_bound_timestamp' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION sno_upper_bound(timestamp) IS 'sno_time(id) <= t implies id <= sno_upper_bound(t)';
+GRANT EXECUTE ON FUNCTION sno_lower_bound(timestamptz), sno_upper_bound(timestamptz),
+    sno_lower_bound(date), sno_upper_bound(date), sno_lower_bound(timestamp), sno_upper_bound(timestamp)
+    TO PUBLIC;

@@ -61,35 +61,55 @@ EXPLAIN (COSTS OFF) SELECT * FROM tp WHERE sno_time(id) > '2026-01-01 00:00:00+0
 -- the format's range: the rows equal a sequential scan's (the bounds are added only in WHERE,
 -- so the query under test filters there, and the reference computes the predicate in a CTE
 -- the planner cannot see through).
-CREATE TEMP TABLE probes (t timestamptz);
-INSERT INTO probes VALUES ('2026-01-01 00:00:00+00'), ('2026-01-01 00:00:00.001+00'),
-    ('2026-01-01 00:00:00.003999+00'), ('2026-01-01 00:00:00.004+00'), ('2025-12-31 23:59:59.996+00'),
-    ('2025-12-31 23:59:58+00'), ('2026-01-01 00:00:02.000001+00'), ('2030-01-01+00'),
-    ('-infinity'), ('1999-01-01+00'), ('2009-12-31 23:59:59.999999+00'), ('2010-01-01 00:00:00+00'),
-    ('2010-01-01 00:00:00.004+00'), ('2079-09-07 15:47:35.548+00'), ('2079-09-07 15:47:35.551999+00'),
-    ('2079-09-07 15:47:35.552+00'), ('infinity');
+CREATE TEMP TABLE probes (t text, typ text);
+INSERT INTO probes SELECT t, 'timestamptz' FROM unnest(ARRAY['2026-01-01 00:00:00+00', '2026-01-01 00:00:00.001+00',
+    '2026-01-01 00:00:00.003999+00', '2026-01-01 00:00:00.004+00', '2025-12-31 23:59:59.996+00',
+    '2025-12-31 23:59:58+00', '2026-01-01 00:00:02.000001+00', '2030-01-01+00',
+    '-infinity', '1999-01-01+00', '2009-12-31 23:59:59.999999+00', '2010-01-01 00:00:00+00',
+    '2010-01-01 00:00:00.004+00', '2079-09-07 15:47:35.548+00', '2079-09-07 15:47:35.551999+00',
+    '2079-09-07 15:47:35.552+00', 'infinity']) t;
+-- Dates and timestamps convert in the session's time zone, and past timestamptz's range (in
+-- either direction) compare as an infinity: the bounds must agree.
+INSERT INTO probes SELECT t, 'date' FROM unnest(ARRAY['2026-01-01', '2025-12-31', '2010-01-01', '2009-12-31',
+    '2079-09-07', '2079-09-08', '300000-01-01', '4714-11-24 BC', 'infinity', '-infinity']) t;
+INSERT INTO probes SELECT t, 'timestamp' FROM unnest(ARRAY['2026-01-01 00:00:00', '2026-01-01 00:00:00.002',
+    '2025-12-31 23:59:59.999', '2079-09-07 15:47:35.55', '294276-12-31 23:59:59', '4714-11-24 00:00:00 BC',
+    'infinity', '-infinity']) t;
 -- mismatches(table, op, settings): the probes whose answer under the settings differs from
 -- the reference's.
 CREATE FUNCTION pg_temp.mismatches(tbl text, op text, forced text) RETURNS bigint LANGUAGE plpgsql AS $$
 DECLARE p record; n bigint := 0; a text; b text;
 BEGIN
-    FOR p IN SELECT t FROM probes LOOP
+    FOR p IN SELECT t, typ FROM probes LOOP
         EXECUTE forced;
-        EXECUTE format('SELECT md5(string_agg(id::text, %L ORDER BY id)) FROM %I WHERE sno_time(id) %s %L', ',', tbl, op, p.t) INTO a;
+        EXECUTE format('SELECT md5(string_agg(id::text, %L ORDER BY id)) FROM %I WHERE sno_time(id) %s %L::%s', ',', tbl, op, p.t, p.typ) INTO a;
         RESET enable_seqscan; RESET enable_bitmapscan; RESET enable_indexscan;
-        EXECUTE format('WITH m AS MATERIALIZED (SELECT id, sno_time(id) %s %L AS hit FROM %I) SELECT md5(string_agg(id::text, %L ORDER BY id)) FROM m WHERE hit', op, p.t, tbl, ',') INTO b;
+        EXECUTE format('WITH m AS MATERIALIZED (SELECT id, sno_time(id) %s %L::%s AS hit FROM %I) SELECT md5(string_agg(id::text, %L ORDER BY id)) FROM m WHERE hit', op, p.t, p.typ, tbl, ',') INTO b;
         IF a IS DISTINCT FROM b THEN
-            RAISE NOTICE '%: sno_time(id) % %: index % seq %', tbl, op, p.t, a, b;
+            RAISE NOTICE '%: sno_time(id) % %::%: index % seq %', tbl, op, p.t, p.typ, a, b;
             n := n + 1;
         END IF;
     END LOOP;
     RETURN n;
 END $$;
--- tp through its btree index (index and bitmap scans), tpb through its BRIN index.
+-- tp through its btree index (index and bitmap scans), tpb through its BRIN index; in UTC and
+-- in a time zone ahead of it.
 SELECT op, pg_temp.mismatches('tp', op, 'SET enable_seqscan = off; SET enable_bitmapscan = off') AS btree_mismatches,
        pg_temp.mismatches('tp', op, 'SET enable_seqscan = off; SET enable_indexscan = off') AS bitmap_mismatches,
        pg_temp.mismatches('tpb', op, 'SET enable_seqscan = off') AS brin_mismatches
 FROM unnest(ARRAY['<', '<=', '=', '>=', '>']) op;
+SET timezone = 'Asia/Tokyo';
+SELECT op, pg_temp.mismatches('tp', op, 'SET enable_seqscan = off; SET enable_bitmapscan = off') AS btree_mismatches
+FROM unnest(ARRAY['<', '<=', '=', '>=', '>']) op;
+SET timezone = 'UTC';
+-- The dates past timestamptz's range plan and run (no conversion error).
+SELECT count(*) FROM tp WHERE sno_time(id) < DATE '300000-01-01';
+SELECT count(*) FROM tp WHERE sno_time(id) > DATE '4714-11-24 BC';
+-- A FULL JOIN is planned as before (its ON gets no bound), and a column as the operand gets
+-- no bound either (it could only be a join clause).
+SELECT count(*) FROM tp FULL JOIN (VALUES (date '2026-01-01')) d(d) ON sno_time(tp.id) = d.d;
+SELECT count(*) FROM tp FULL JOIN tpb ON tp.id = tpb.id AND sno_time(tp.id) >= '2026-01-01 00:00:01+00';
+EXPLAIN (COSTS OFF) SELECT * FROM tp JOIN tpb ON sno_time(tp.id) = sno_time(tpb.id);
 -- The window of one unit holds its IDs of both tick-tock bits.
 SELECT count(*), count(DISTINCT sno_tick(id)) FROM tp WHERE sno_time(id) = '2026-01-01 00:00:00.004+00';
 -- With a parameter (custom and generic plans), and the operand on the left.

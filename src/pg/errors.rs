@@ -187,24 +187,20 @@ impl Problem<'_> {
                     }
                     _ => format!(
                         "The slice holds sno.sequence_max - sno.sequence_min + 1 sequence \
-                         numbers per 4 ms unit; muyo/sno's smallest pool is {MIN_SLICE}."
+                         numbers per 4 ms unit, at least {MIN_SLICE} (muyo/sno's \
+                         minSequencePoolSize)."
                     ),
                 };
-                // The nearest usable slice: the bounds swapped, or widened to 4 numbers.
-                let (lo, hi) = if *why == SliceError::Reversed && min != max {
-                    (*max, *min)
-                } else if *min <= 65535 - (MIN_SLICE as i32 - 1) {
-                    (*min, *min + MIN_SLICE as i32 - 1)
-                } else {
-                    (65535 - (MIN_SLICE as i32 - 1), 65535)
-                };
+                // The nearest usable slice: the bounds swapped, then widened to 4 numbers.
+                let (lo, hi) = if min > max { (*max, *min) } else { (*min, *max) };
+                let (lo, hi) = widened(lo, hi);
                 Report::new(
                     Code::ERRCODE_INVALID_PARAMETER_VALUE,
                     format!("invalid sequence slice for sno: sno.sequence_min = {min}, sno.sequence_max = {max}"),
                 )
                 .detail(detail)
                 .hint(format!(
-                    "Set sno.sequence_min = {lo} and sno.sequence_max = {hi} in postgresql.conf, or the bounds your other generators leave free, and start the server."
+                    "Set sno.sequence_min = {lo} and sno.sequence_max = {hi} (or the bounds your other generators leave free) in postgresql.conf, delete any sno.sequence_min or sno.sequence_max line ALTER SYSTEM left in postgresql.auto.conf (it overrides postgresql.conf), and start the server."
                 ))
             }
             Problem::BadWalRecord => Report::new(
@@ -278,6 +274,18 @@ pub fn raise(p: Problem<'_>) -> ! {
 #[inline(never)]
 pub fn warn(p: Problem<'_>) {
     p.report().warn()
+}
+
+/// The slice `lo..=hi` widened to at least [`MIN_SLICE`] numbers within 0..=65535.
+fn widened(lo: i32, hi: i32) -> (i32, i32) {
+    let need = MIN_SLICE as i32 - 1;
+    if hi - lo >= need {
+        (lo, hi)
+    } else if lo + need <= 65535 {
+        (lo, lo + need)
+    } else {
+        (65535 - need, 65535)
+    }
 }
 
 /// A bytea value as `bytea_out` prints it (hex format), for error messages; long values are

@@ -21,6 +21,10 @@ finfo_v1!(
     pg_finfo_sno_max,
     pg_finfo_sno_lower_bound,
     pg_finfo_sno_upper_bound,
+    pg_finfo_sno_lower_bound_date,
+    pg_finfo_sno_upper_bound_date,
+    pg_finfo_sno_lower_bound_timestamp,
+    pg_finfo_sno_upper_bound_timestamp,
 );
 
 /// `sno_time(sno) → timestamptz`: the start of the ID's 4 ms unit, exact.
@@ -111,4 +115,64 @@ pub unsafe extern "C-unwind" fn sno_lower_bound(fcinfo: pg_sys::FunctionCallInfo
 #[no_mangle]
 pub unsafe extern "C-unwind" fn sno_upper_bound(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
     sno_datum(time_upper_bound(arg_i64(fcinfo, 0)))
+}
+
+/// A date or timestamp as the instant its comparison with a timestamptz takes it to be (in the
+/// session's time zone): past either end of timestamptz's range, `-infinity` or `infinity`, as
+/// `date_cmp_timestamptz` and `timestamp_cmp_timestamptz` treat an overflow. Never an error.
+fn saturated(t: i64, overflow: core::ffi::c_int) -> i64 {
+    match overflow.signum() {
+        1 => i64::MAX,
+        -1 => i64::MIN,
+        _ => t,
+    }
+}
+
+unsafe fn date_instant(fcinfo: pg_sys::FunctionCallInfo) -> i64 {
+    let mut overflow = 0;
+    let t = pg_sys::date2timestamptz_opt_overflow(arg_i32(fcinfo, 0), &mut overflow);
+    saturated(t, overflow)
+}
+
+unsafe fn timestamp_instant(fcinfo: pg_sys::FunctionCallInfo) -> i64 {
+    let mut overflow = 0;
+    let t = pg_sys::timestamp2timestamptz_opt_overflow(arg_i64(fcinfo, 0), &mut overflow);
+    saturated(t, overflow)
+}
+
+/// `sno_lower_bound(date) → sno`: for `sno_time(id) >= d` (the date at midnight in the
+/// session's time zone, as the comparison converts it). STABLE.
+#[pg_guard]
+#[no_mangle]
+pub unsafe extern "C-unwind" fn sno_lower_bound_date(
+    fcinfo: pg_sys::FunctionCallInfo,
+) -> pg_sys::Datum {
+    sno_datum(time_lower_bound(date_instant(fcinfo)))
+}
+
+/// `sno_upper_bound(date) → sno`. STABLE.
+#[pg_guard]
+#[no_mangle]
+pub unsafe extern "C-unwind" fn sno_upper_bound_date(
+    fcinfo: pg_sys::FunctionCallInfo,
+) -> pg_sys::Datum {
+    sno_datum(time_upper_bound(date_instant(fcinfo)))
+}
+
+/// `sno_lower_bound(timestamp) → sno` (in the session's time zone). STABLE.
+#[pg_guard]
+#[no_mangle]
+pub unsafe extern "C-unwind" fn sno_lower_bound_timestamp(
+    fcinfo: pg_sys::FunctionCallInfo,
+) -> pg_sys::Datum {
+    sno_datum(time_lower_bound(timestamp_instant(fcinfo)))
+}
+
+/// `sno_upper_bound(timestamp) → sno` (in the session's time zone). STABLE.
+#[pg_guard]
+#[no_mangle]
+pub unsafe extern "C-unwind" fn sno_upper_bound_timestamp(
+    fcinfo: pg_sys::FunctionCallInfo,
+) -> pg_sys::Datum {
+    sno_datum(time_upper_bound(timestamp_instant(fcinfo)))
 }

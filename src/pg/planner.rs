@@ -12,14 +12,15 @@
 //! partition pruning looks at no support function at all. The implied clause, added before
 //! planning, serves both.
 //!
-//! Only what is certain is added: the operand `t` has no volatile function and no subquery,
-//! neither has the argument of `sno_time`, the comparison is one of `< <= = >= >` between
-//! timestamptz, date or timestamp (converted as the comparison converts them), and the
-//! function is this library's `sno_time` (by its C address) with `sno_lower_bound` and the
-//! operators in its schema. Anything else is left as written.
+//! Only what is certain and useful is added: the operand `t` has no column (a constant, a
+//! parameter, `now()`...: the bound is then a restriction an index scan or pruning can use),
+//! no volatile function and no subquery; the argument of `sno_time` has neither of the last
+//! two; the comparison is one of `< <= = >= >` between timestamptz, date or timestamp (a date
+//! or timestamp bound converts as the comparison does, overflow included); the clause is not
+//! in the ON of a FULL JOIN; and `sno_time`, the bound functions and the operators are the
+//! members of the extension `sno`. Anything else is left as written.
 
 use crate::id::time::Comparison;
-use crate::pg::parts::sno_time;
 use core::ffi::c_void;
 use core::ptr::null_mut;
 use pgrx::pg_guard;
@@ -56,12 +57,20 @@ unsafe extern "C-unwind" fn plan(
 #[derive(Clone, Copy)]
 struct Catalog {
     sno_time: Oid,
-    lower: Oid,
-    upper: Oid,
+    /// `sno_lower_bound` and `sno_upper_bound` of timestamptz, date and timestamp ([`OPERAND_TYPES`]).
+    lower: [Oid; 3],
+    upper: [Oid; 3],
     ge: Oid,
     le: Oid,
     sno_type: Oid,
 }
+
+/// The types a bound function takes, in the order of [`Catalog::lower`].
+const OPERAND_TYPES: [Oid; 3] = [
+    pg_sys::TIMESTAMPTZOID,
+    pg_sys::DATEOID,
+    pg_sys::TIMESTAMPOID,
+];
 
 /// The cells of a PostgreSQL list (empty for NIL).
 unsafe fn cells<'a>(list: *mut pg_sys::List) -> &'a [pg_sys::ListCell] {
@@ -110,7 +119,10 @@ unsafe fn rewrite_jointree(n: *mut Node, cat: &mut Option<Catalog>) {
         }
         NodeTag::T_JoinExpr => {
             let j = n as *mut pg_sys::JoinExpr;
-            (*j).quals = rewrite_quals((*j).quals, cat);
+            // A FULL JOIN accepts only merge- or hash-joinable conditions besides its own.
+            if (*j).jointype != pg_sys::JoinType::JOIN_FULL {
+                (*j).quals = rewrite_quals((*j).quals, cat);
+            }
             rewrite_jointree((*j).larg, cat);
             rewrite_jointree((*j).rarg, cat);
         }
@@ -224,27 +236,20 @@ unsafe fn implied(clause: *mut Node, cat: &mut Option<Catalog>, out: &mut Vec<*m
             continue;
         };
         let Some(c) = *cat else { return };
-        if !usable(other) || !usable(x) {
+        // A column in `t` would make the bound a join clause: no index or pruning uses it,
+        // and its estimate would be multiplied into the join's.
+        if pg_sys::contain_var_clause(other) || !usable(other) || !usable(x) {
             return;
         }
-        let t = if other_type == pg_sys::TIMESTAMPTZOID {
-            other
-        } else {
-            // The conversion the comparison itself makes (date2timestamptz and
-            // timestamp2timestamptz, in the session's time zone).
-            let cast = if other_type == pg_sys::DATEOID {
-                pg_sys::F_DATE_TIMESTAMPTZ
-            } else {
-                pg_sys::F_TIMESTAMP_TIMESTAMPTZ
-            };
-            func(Oid::from(cast), pg_sys::TIMESTAMPTZOID, other, true)
+        let Some(k) = OPERAND_TYPES.iter().position(|&ty| ty == other_type) else {
+            return;
         };
         let (lower, upper) = cmp.implied_bounds(time_on_left);
         if lower {
-            out.push(bound(&c, c.ge, c.lower, x, t));
+            out.push(bound(&c, c.ge, c.lower[k], x, other));
         }
         if upper {
-            out.push(bound(&c, c.le, c.upper, x, t));
+            out.push(bound(&c, c.le, c.upper[k], x, other));
         }
         return;
     }
@@ -256,7 +261,7 @@ unsafe fn usable(n: *mut Node) -> bool {
     !pg_sys::contain_volatile_functions(n) && !pg_sys::contain_subplans(n)
 }
 
-/// `x` if `n` is `sno_time(x)` with this library's `sno_time`, looking up the catalog the
+/// `x` if `n` is `sno_time(x)` with the extension's `sno_time`, looking up the catalog the
 /// first time one is found.
 unsafe fn sno_time_argument(n: *mut Node, cat: &mut Option<Catalog>) -> Option<*mut Node> {
     if tag(n) != NodeTag::T_FuncExpr {
@@ -270,20 +275,27 @@ unsafe fn sno_time_argument(n: *mut Node, cat: &mut Option<Catalog>) -> Option<*
     if let Some(c) = cat {
         return (c.sno_time == (*f).funcid).then(|| args[0].ptr_value.cast());
     }
-    // By the address of the C function, so no other function named sno_time qualifies.
-    let mut finfo = pg_sys::FmgrInfo::default();
-    pg_sys::fmgr_info((*f).funcid, &mut finfo);
-    let ours = sno_time as unsafe extern "C-unwind" fn(_) -> _;
-    if finfo.fn_addr.map(|p| p as usize) != Some(ours as usize) {
+    // sno_time by name, then as a member of the extension sno: no other function qualifies.
+    let name = pg_sys::get_func_name((*f).funcid);
+    if name.is_null() || core::ffi::CStr::from_ptr(name) != c"sno_time" {
         return None;
     }
     *cat = lookup((*f).funcid, pg_sys::exprType(args[0].ptr_value.cast()));
     cat.map(|_| args[0].ptr_value.cast())
 }
 
-/// The bound functions and comparison operators in the schema of `sno_time`; `None` when a
-/// database still has a version without them (before `ALTER EXTENSION sno UPDATE`).
+/// The bound functions and comparison operators in the schema of `sno_time`, each a member of
+/// the extension `sno` as `sno_time` is (a function someone else created under one of these
+/// names is never called); `None` when a database still has a version without them (before
+/// `ALTER EXTENSION sno UPDATE`).
 unsafe fn lookup(sno_time: Oid, sno_type: Oid) -> Option<Catalog> {
+    let ext = pg_sys::get_extension_oid(c"sno".as_ptr(), true);
+    let member = |class: Oid, oid: Oid| {
+        oid != pg_sys::InvalidOid && pg_sys::getExtensionOfObject(class, oid) == ext
+    };
+    if ext == pg_sys::InvalidOid || !member(pg_sys::ProcedureRelationId, sno_time) {
+        return None;
+    }
     let nsp = pg_sys::get_namespace_name(pg_sys::get_func_namespace(sno_time));
     if nsp.is_null() {
         return None;
@@ -292,41 +304,40 @@ unsafe fn lookup(sno_time: Oid, sno_type: Oid) -> Option<Catalog> {
         let l = pg_sys::lappend(null_mut(), pg_sys::makeString(nsp).cast());
         pg_sys::lappend(l, pg_sys::makeString(pg_sys::pstrdup(s.as_ptr())).cast())
     };
-    let tz = [pg_sys::TIMESTAMPTZOID];
-    let lower = pg_sys::LookupFuncName(name(c"sno_lower_bound"), 1, tz.as_ptr(), true);
-    let upper = pg_sys::LookupFuncName(name(c"sno_upper_bound"), 1, tz.as_ptr(), true);
-    let op = |s: &core::ffi::CStr| {
-        pg_sys::LookupOperName(null_mut(), name(s), sno_type, sno_type, true, -1)
+    let func = |s: &core::ffi::CStr, ty: Oid| {
+        let f = pg_sys::LookupFuncName(name(s), 1, &ty, true);
+        member(pg_sys::ProcedureRelationId, f).then_some(f)
     };
-    let (ge, le) = (op(c">="), op(c"<="));
-    if [lower, upper, ge, le].contains(&pg_sys::InvalidOid) {
-        return None;
+    let op = |s: &core::ffi::CStr| {
+        let o = pg_sys::LookupOperName(null_mut(), name(s), sno_type, sno_type, true, -1);
+        member(pg_sys::OperatorRelationId, o).then_some(o)
+    };
+    let mut lower = [pg_sys::InvalidOid; 3];
+    let mut upper = [pg_sys::InvalidOid; 3];
+    for (k, &ty) in OPERAND_TYPES.iter().enumerate() {
+        lower[k] = func(c"sno_lower_bound", ty)?;
+        upper[k] = func(c"sno_upper_bound", ty)?;
     }
     Some(Catalog {
         sno_time,
         lower,
         upper,
-        ge,
-        le,
+        ge: op(c">=")?,
+        le: op(c"<=")?,
         sno_type,
     })
 }
 
 /// A call of `funcid` on one argument (a copy of it).
-unsafe fn func(funcid: Oid, rettype: Oid, arg: *mut Node, cast: bool) -> *mut Node {
+unsafe fn func(funcid: Oid, rettype: Oid, arg: *mut Node) -> *mut Node {
     let copy = pg_sys::copyObjectImpl(arg as *const c_void);
-    let format = if cast {
-        pg_sys::CoercionForm::COERCE_IMPLICIT_CAST
-    } else {
-        pg_sys::CoercionForm::COERCE_EXPLICIT_CALL
-    };
     pg_sys::makeFuncExpr(
         funcid,
         rettype,
         pg_sys::lappend(null_mut(), copy),
         pg_sys::InvalidOid,
         pg_sys::InvalidOid,
-        format,
+        pg_sys::CoercionForm::COERCE_EXPLICIT_CALL,
     )
     .cast()
 }
@@ -339,7 +350,7 @@ unsafe fn bound(c: &Catalog, op: Oid, bound_fn: Oid, x: *mut Node, t: *mut Node)
         pg_sys::BOOLOID,
         false,
         key.cast(),
-        func(bound_fn, c.sno_type, t, false).cast(),
+        func(bound_fn, c.sno_type, t).cast(),
         pg_sys::InvalidOid,
         pg_sys::InvalidOid,
     );

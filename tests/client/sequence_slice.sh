@@ -40,40 +40,52 @@ start_refused() {
 }
 node_log_mark_raw() { stat -c %s "$(node_log s)" 2>/dev/null || echo 0; }
 
-# follow_hint HINT: applies "Set sno.sequence_min = A and sno.sequence_max = B ..." literally
-# (the node's settings), leaving A and B in $a and $b.
+# follow_hint HINT: does what "Set sno.sequence_min = A and sno.sequence_max = B (...) in
+# postgresql.conf, delete any sno.sequence_min or sno.sequence_max line ALTER SYSTEM left in
+# postgresql.auto.conf ..., and start the server" says, leaving A and B in $a and $b.
 follow_hint() {
     a=- b=-
-    if [[ "$1" =~ ^Set\ sno\.sequence_min\ =\ ([0-9]+)\ and\ sno\.sequence_max\ =\ ([0-9]+)\ in\ postgresql\.conf ]]; then
+    local re='^Set sno\.sequence_min = ([0-9]+) and sno\.sequence_max = ([0-9]+) \(or the bounds your other generators leave free\) in postgresql\.conf, delete any sno\.sequence_min or sno\.sequence_max line ALTER SYSTEM left in postgresql\.auto\.conf \(it overrides postgresql\.conf\), and start the server\.$'
+    if [[ "$1" =~ $re ]]; then
         a="${BASH_REMATCH[1]}" b="${BASH_REMATCH[2]}"
-        node_cmdline s shared_preload_libraries=sno "sno.sequence_min=$a" "sno.sequence_max=$b"
+        node_conf s "sno.sequence_min = $a" "sno.sequence_max = $b"
+        as_pg sed -i '/^sno\.sequence_m\(in\|ax\)/d' "$(node_data s)/postgresql.auto.conf"
     else
         bad "HINT not understood: $1"
     fi
 }
 
 # --- 1. unusable slices ------------------------------------------------------------------
-for case in "40000 30000 30000 40000" "7 7 7 10" "65534 65535 65532 65535"; do
-    read -r lo hi want_lo want_hi <<<"$case"
-    node_cmdline s shared_preload_libraries=sno "sno.sequence_min=$lo" "sno.sequence_max=$hi"
-    out="$(start_refused "slice $lo-$hi")"
-    check "slice $lo-$hi: the server refuses to start with the message" \
-        "$(grep -c "invalid sequence slice for sno: sno.sequence_min = $lo, sno.sequence_max = $hi" <<<"$out")" 1
+# Set in postgresql.conf, or with ALTER SYSTEM (postgresql.auto.conf) on a running server.
+node_cmdline s shared_preload_libraries=sno
+node_start s
+psql -c "CREATE EXTENSION sno"
+node_stop s
+for case in "40000 30000 30000 40000 conf" "7 7 7 10 conf" "65534 65535 65532 65535 conf" \
+    "9 7 7 10 alter" "100 50 50 100 alter"; do
+    read -r lo hi want_lo want_hi how <<<"$case"
+    if [[ "$how" == conf ]]; then
+        node_conf s "sno.sequence_min = $lo" "sno.sequence_max = $hi"
+    else
+        node_start s
+        psql -c "ALTER SYSTEM SET sno.sequence_min = $lo" -c "ALTER SYSTEM SET sno.sequence_max = $hi"
+        node_stop s
+    fi
+    out="$(start_refused "slice $lo-$hi ($how)")"
+    check "slice $lo-$hi ($how): the server refuses to start with the message" \
+        "$(grep -c "FATAL:  invalid sequence slice for sno: sno.sequence_min = $lo, sno.sequence_max = $hi" <<<"$out")" 1
     hint="$(msg_field HINT "$out")"
     echo "    HINT: $hint"
     follow_hint "$hint"
-    check "slice $lo-$hi: the HINT gives $want_lo-$want_hi" "$a-$b" "$want_lo-$want_hi"
+    check "slice $lo-$hi ($how): the HINT gives $want_lo-$want_hi" "$a-$b" "$want_lo-$want_hi"
     if node_start s; then
-        psql -c "SET client_min_messages = error" -c "CREATE EXTENSION IF NOT EXISTS sno"
-        check "slice $lo-$hi: after the HINT the server starts and the view shows the slice" \
+        check "slice $lo-$hi ($how): after the HINT the server starts and the view shows the slice" \
             "$(psql -c "SELECT sequence_min, sequence_max, ids_per_unit FROM sno_generator")" \
             "$a|$b|$((b - a + 1))"
         node_stop s
     fi
 done
-# The SQLSTATE, as a client sees it (the library loaded into a session, where a bad slice is
-# not checked at start): the settings' own range checks name the value.
-node_cmdline s shared_preload_libraries=sno sno.sequence_min=0 sno.sequence_max=65535
+# The settings' own checks, as a client sees them.
 node_start s
 out="$(node_try s "ALTER SYSTEM SET sno.sequence_max = 70000")"
 check "sno.sequence_max = 70000 is refused with the range" \
@@ -82,6 +94,7 @@ out="$(node_try s "SET sno.sequence_min = 5")"
 check "SET sno.sequence_min in a session is refused (server start only)" \
     "$(grep -c 'parameter "sno.sequence_min" cannot be changed without restarting the server' <<<"$out")" 1
 node_stop s
+node_conf s "sno.sequence_min = 0" "sno.sequence_max = 65535"
 
 # --- 2. the smallest slice ----------------------------------------------------------------
 node_cmdline s shared_preload_libraries=sno sno.sequence_min=100 sno.sequence_max=103
