@@ -42,13 +42,13 @@ node_log_mark_raw() { stat -c %s "$(node_log s)" 2>/dev/null || echo 0; }
 
 # follow_hint HINT: does what "Set sno.sequence_min = A and sno.sequence_max = B (...) in
 # postgresql.conf, delete any sno.sequence_min or sno.sequence_max line ALTER SYSTEM left in
-# postgresql.auto.conf ..., and start the server" says, leaving A and B in $a and $b.
+# postgresql.auto.conf ..., and start the server" says, leaving A and B in $lo_hint and $hi_hint.
 follow_hint() {
-    a=- b=-
+    lo_hint=- hi_hint=-
     local re='^Set sno\.sequence_min = ([0-9]+) and sno\.sequence_max = ([0-9]+) \(or the bounds your other generators leave free\) in postgresql\.conf, delete any sno\.sequence_min or sno\.sequence_max line ALTER SYSTEM left in postgresql\.auto\.conf \(it overrides postgresql\.conf\), and start the server\.$'
     if [[ "$1" =~ $re ]]; then
-        a="${BASH_REMATCH[1]}" b="${BASH_REMATCH[2]}"
-        node_conf s "sno.sequence_min = $a" "sno.sequence_max = $b"
+        lo_hint="${BASH_REMATCH[1]}" hi_hint="${BASH_REMATCH[2]}"
+        node_conf s "sno.sequence_min = $lo_hint" "sno.sequence_max = $hi_hint"
         as_pg sed -i '/^sno\.sequence_m\(in\|ax\)/d' "$(node_data s)/postgresql.auto.conf"
     else
         bad "HINT not understood: $1"
@@ -77,11 +77,11 @@ for case in "40000 30000 30000 40000 conf" "7 7 7 10 conf" "65534 65535 65532 65
     hint="$(msg_field HINT "$out")"
     echo "    HINT: $hint"
     follow_hint "$hint"
-    check "slice $lo-$hi ($how): the HINT gives $want_lo-$want_hi" "$a-$b" "$want_lo-$want_hi"
+    check "slice $lo-$hi ($how): the HINT gives $want_lo-$want_hi" "$lo_hint-$hi_hint" "$want_lo-$want_hi"
     if node_start s; then
         check "slice $lo-$hi ($how): after the HINT the server starts and the view shows the slice" \
             "$(psql -c "SELECT sequence_min, sequence_max, ids_per_unit FROM sno_generator")" \
-            "$a|$b|$((b - a + 1))"
+            "$lo_hint|$hi_hint|$((hi_hint - lo_hint + 1))"
         node_stop s
     fi
 done
