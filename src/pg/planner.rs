@@ -296,20 +296,31 @@ unsafe fn lookup(sno_time: Oid, sno_type: Oid) -> Option<Catalog> {
     if ext == pg_sys::InvalidOid || !member(pg_sys::ProcedureRelationId, sno_time) {
         return None;
     }
-    let nsp = pg_sys::get_namespace_name(pg_sys::get_func_namespace(sno_time));
-    if nsp.is_null() {
-        return None;
-    }
-    let name = |s: &core::ffi::CStr| {
-        let l = pg_sys::lappend(null_mut(), pg_sys::makeString(nsp).cast());
-        pg_sys::lappend(l, pg_sys::makeString(pg_sys::pstrdup(s.as_ptr())).cast())
-    };
+    // Straight from the system caches, in the schema of sno_time: a lookup by qualified
+    // name would check the current user's USAGE on that schema, which a query through
+    // another role's view over it does not need (and the bounds need only EXECUTE).
+    let nsp = pg_sys::get_func_namespace(sno_time);
     let func = |s: &core::ffi::CStr, ty: Oid| {
-        let f = pg_sys::LookupFuncName(name(s), 1, &ty, true);
+        let args = pg_sys::buildoidvector(&ty, 1);
+        let f = pg_sys::GetSysCacheOid(
+            pg_sys::SysCacheIdentifier::PROCNAMEARGSNSP as _,
+            pg_sys::Anum_pg_proc_oid as _,
+            pg_sys::Datum::from(s.as_ptr()),
+            pg_sys::Datum::from(args),
+            pg_sys::Datum::from(nsp),
+            pg_sys::Datum::from(0),
+        );
         member(pg_sys::ProcedureRelationId, f).then_some(f)
     };
     let op = |s: &core::ffi::CStr| {
-        let o = pg_sys::LookupOperName(null_mut(), name(s), sno_type, sno_type, true, -1);
+        let o = pg_sys::GetSysCacheOid(
+            pg_sys::SysCacheIdentifier::OPERNAMENSP as _,
+            pg_sys::Anum_pg_operator_oid as _,
+            pg_sys::Datum::from(s.as_ptr()),
+            pg_sys::Datum::from(sno_type),
+            pg_sys::Datum::from(sno_type),
+            pg_sys::Datum::from(nsp),
+        );
         member(pg_sys::OperatorRelationId, o).then_some(o)
     };
     let mut lower = [pg_sys::InvalidOid; 3];
