@@ -33,6 +33,7 @@
 //!     ([`Refusal::Inherited`]) until the server gets its own partition, or an administrator
 //!     says the original will never make IDs again (`force`).
 
+use crate::generator::citus::{self, Node, Source};
 use crate::generator::state_file::Persisted;
 use crate::generator::timeline::derived_partition;
 
@@ -64,6 +65,9 @@ pub const NOTHING: Persisted = Persisted {
     drifts: 0,
 };
 
+/// [`State::citus_group`] of a lineage that was never a node of a Citus cluster.
+pub const NO_GROUP: u32 = u32::MAX;
+
 /// An unused slot of the table (kept zeroed so that equal states compare equal).
 const UNUSED: Entry = Entry {
     partition: 0,
@@ -87,6 +91,10 @@ pub struct State {
     pub control_inode: u64,
     /// A copy was seen (a `backup_label` or another inode) and not yet judged.
     pub copied: bool,
+    /// The Citus node group this lineage last generated for ([`NO_GROUP`]: none). A node keeps
+    /// its group's partitions while Citus is not read (a session in another database, a node
+    /// removed from its cluster: Citus never gives its number to another group).
+    pub citus_group: u32,
     /// This incarnation's own timeline, as last written: every ID it made is within it.
     pub me: Persisted,
     /// A bound on the IDs of every partition whose entry had to be dropped.
@@ -102,6 +110,15 @@ pub struct State {
 pub enum Refusal {
     /// The configured partition was used by the server this one is a copy of.
     Inherited(u16),
+    /// A copy of a node of Citus group `.0`, started beside it on the same WAL timeline: it is
+    /// not that group's node (the group's node is its original, or the original's promoted
+    /// standby, which will take the group's next generation).
+    CitusCopy(u32),
+    /// The server's Citus group is past the groups that have partitions ([`citus::GROUPS`]).
+    CitusGroupTooLarge(u32),
+    /// Citus is installed but this server is not a node of a cluster yet, and its lineage never
+    /// was one.
+    CitusNotActivated,
 }
 
 /// What [`State::judge`] decided.
@@ -161,6 +178,7 @@ impl State {
             timeline,
             control_inode: inode,
             copied: false,
+            citus_group: NO_GROUP,
             me: NOTHING,
             retired: NOTHING,
             len: 0,
@@ -324,9 +342,46 @@ impl State {
         timeline: u32,
         configured: Option<u16>,
         force: bool,
+        draw: impl FnMut() -> u64,
+    ) -> Result<Judgment, Refusal> {
+        let source = configured.map_or(Source::Derived, Source::Explicit);
+        self.judge_source(timeline, source, force, draw)
+    }
+
+    /// [`State::judge`] for any [`Source`] of the partition, a Citus node group included: a
+    /// lineage that generated for a group goes on with that group's partitions when nothing
+    /// else is configured and Citus is not read (see [`State::citus_group`]).
+    pub fn judge_source(
+        &mut self,
+        timeline: u32,
+        source: Source,
+        force: bool,
         mut draw: impl FnMut() -> u64,
     ) -> Result<Judgment, Refusal> {
+        let known = (self.citus_group != NO_GROUP).then_some(self.citus_group);
+        let group = match source {
+            Source::Explicit(_) => None,
+            Source::Citus(Node::Group(g)) => Some(g),
+            Source::Derived | Source::Citus(Node::NotActivated) => known,
+        };
+        if source == Source::Citus(Node::NotActivated) && group.is_none() {
+            return Err(Refusal::CitusNotActivated);
+        }
+        if let Some(g) = group {
+            if g >= citus::GROUPS {
+                return Err(Refusal::CitusGroupTooLarge(g));
+            }
+        }
         let promoted = self.timeline != 0 && self.timeline != timeline;
+        if let (Some(g), false) = (group, promoted || force) {
+            // A copy beside its original: the group is the original's. Checked before anything
+            // changes, so that the refusal leaves the state as it was.
+            let mine = citus::partitions(g).any(|p| self.is_mine(p));
+            let theirs = citus::partitions(g).any(|p| self.others(p).is_some());
+            if self.copied && !mine && theirs {
+                return Err(Refusal::CitusCopy(g));
+            }
+        }
         let mut new_incarnation = false;
         if promoted {
             // A promotion or a PITR: the old timeline may still run elsewhere (the old
@@ -334,9 +389,10 @@ impl State {
             self.become_new(draw());
             new_incarnation = true;
         }
-        let partition = match configured {
-            Some(p) => p,
-            None => {
+        let partition = match (source, group) {
+            (Source::Explicit(p), _) => p,
+            (_, Some(g)) => self.citus_partition(g),
+            (_, None) => {
                 while self.others(self.derived()).is_some() && !self.is_mine(self.derived()) {
                     self.incarnation = draw();
                 }
@@ -345,17 +401,23 @@ impl State {
         };
         let mut took_over = false;
         let mut absorb = self.retired;
-        let changed = promoted || self.copied || self.timeline == 0 || !self.is_mine(partition);
+        let new_group = group.is_some_and(|g| g != self.citus_group);
+        let changed =
+            promoted || self.copied || self.timeline == 0 || !self.is_mine(partition) || new_group;
         if let Some(theirs) = self.others(partition) {
             if !self.is_mine(partition) {
                 // Either a copy meant to run beside its original (refused), or a server
-                // that replaces it: after a promotion, or by an administrator's word.
-                if !(promoted || force) {
+                // that replaces it: after a promotion, or by an administrator's word. A Citus
+                // group's partition is taken over only once every generation was used.
+                if !(promoted || force || group.is_some()) {
                     return Err(Refusal::Inherited(partition));
                 }
                 took_over = true;
             }
             absorb = merge(absorb, theirs);
+        }
+        if let Some(g) = group {
+            self.citus_group = g;
         }
         self.timeline = timeline;
         self.copied = false;
@@ -368,6 +430,22 @@ impl State {
             changed,
             new_incarnation,
         })
+    }
+
+    /// The partition of Citus group `g` for this incarnation: the one it already uses, else the
+    /// lowest generation no member of the lineage is known to have used, else (every
+    /// generation used) the one whose recorded bound is oldest.
+    fn citus_partition(&self, g: u32) -> u16 {
+        citus::partitions(g)
+            .find(|&p| self.is_mine(p))
+            .or_else(|| citus::partitions(g).find(|&p| self.others(p).is_none()))
+            .or_else(|| {
+                citus::partitions(g).min_by_key(|&p| {
+                    let b = ticks(&self.others(p).unwrap_or(NOTHING));
+                    b[0].max(b[1])
+                })
+            })
+            .unwrap_or(0)
     }
 }
 
@@ -484,5 +562,131 @@ mod tests {
         assert_eq!(b, c);
         let text = crate::generator::state_file::encode(&b);
         assert_eq!(crate::generator::state_file::decode(text.as_bytes()), Ok(b));
+    }
+
+    const G3: Source = Source::Citus(Node::Group(3));
+
+    #[test]
+    fn a_citus_group_takes_a_new_generation_at_each_promotion() {
+        // A worker of group 3 makes IDs with generation 0.
+        let mut a = State::fresh(7, 100, 1, 11);
+        let j = a.judge_source(1, G3, false, || 1).unwrap();
+        assert_eq!((j.partition, j.took_over, j.changed), (3, false, true));
+        a.written(p(500, -1, 0));
+        // Its standby (a base backup) is promoted: generation 1, whatever the standby replayed.
+        let mut b = a;
+        assert!(b.at_start(true, 12, 200, 1));
+        let j = b.judge_source(2, G3, false, || 201).unwrap();
+        assert_eq!((j.partition, j.took_over), (3 + 4096, false));
+        assert!(j.new_incarnation);
+        // Sessions in a database without Citus go on with the group's partition.
+        assert_eq!(
+            b.judge_source(2, Source::Derived, false, || 0)
+                .unwrap()
+                .partition,
+            4099
+        );
+        // A standby of b promoted in its turn knows generations 0 and 1: generation 2.
+        let mut c = b;
+        assert!(c.at_start(true, 13, 300, 2));
+        assert_eq!(
+            c.judge_source(3, G3, false, || 301).unwrap().partition,
+            3 + 8192
+        );
+        // The original primary, rewound and promoted again later: it knows 0, 1 and 2.
+        let mut a2 = c;
+        assert!(a2.at_start(true, 11, 400, 3));
+        assert_eq!(
+            a2.judge_source(4, G3, false, || 401).unwrap().partition,
+            3 + 3 * 4096
+        );
+    }
+
+    #[test]
+    fn a_citus_group_reuses_its_oldest_generation_after_its_bound() {
+        let mut st = State::fresh(7, 1, 1, 11);
+        for k in 0..citus::GENERATIONS {
+            let q = citus::partition(3, k).unwrap();
+            // Generation 5 has the oldest bound.
+            let h = if k == 5 { 10 } else { 1000 + u64::from(k) };
+            st.note(q, false, p(h, -1, 0));
+        }
+        let j = st.judge_source(2, G3, false, || 9).unwrap();
+        assert_eq!(j.partition, citus::partition(3, 5).unwrap());
+        assert!(j.took_over);
+        assert_eq!(j.absorb, p(10, -1, 0));
+    }
+
+    #[test]
+    fn a_citus_copy_beside_its_original_is_refused_until_it_has_a_group_of_its_own() {
+        let mut a = State::fresh(7, 100, 1, 11);
+        a.judge_source(1, G3, false, || 1).unwrap();
+        a.written(p(500, -1, 0));
+        let mut clone = a;
+        assert!(clone.at_start(true, 12, 200, 1));
+        let before = clone;
+        assert_eq!(
+            clone.judge_source(1, G3, false, || 2),
+            Err(Refusal::CitusCopy(3))
+        );
+        // Through another database too, and the refusal changed nothing.
+        assert_eq!(
+            clone.judge_source(1, Source::Derived, false, || 2),
+            Err(Refusal::CitusCopy(3))
+        );
+        assert_eq!(clone, before);
+        // Added to the cluster, Citus gives it group 5: its generation 0.
+        let j = clone.judge_source(1, Source::Citus(Node::Group(5)), false, || 3);
+        assert_eq!(j.unwrap().partition, 5);
+        // The original's word that it is gone (take_over): a new generation of group 3.
+        let mut moved = before;
+        assert_eq!(
+            moved.judge_source(1, G3, true, || 4).unwrap().partition,
+            4099
+        );
+    }
+
+    #[test]
+    fn citus_bad_states_are_refused() {
+        let mut st = State::fresh(7, 1, 1, 11);
+        let none = Source::Citus(Node::NotActivated);
+        assert_eq!(
+            st.judge_source(1, none, false, || 2),
+            Err(Refusal::CitusNotActivated)
+        );
+        assert_eq!(
+            st.judge_source(1, Source::Citus(Node::Group(4096)), false, || 2),
+            Err(Refusal::CitusGroupTooLarge(4096))
+        );
+        // A node removed from its cluster (it reads "not activated") keeps its group.
+        st.judge_source(1, Source::Citus(Node::Group(9)), false, || 2)
+            .unwrap();
+        assert_eq!(st.judge_source(1, none, false, || 2).unwrap().partition, 9);
+        // An explicit partition wins over the group.
+        let j = st
+            .judge_source(1, Source::Explicit(42), false, || 2)
+            .unwrap();
+        assert_eq!(j.partition, 42);
+    }
+
+    #[test]
+    fn a_server_that_joins_citus_keeps_honouring_its_derived_partition() {
+        let mut st = State::fresh(7, 1, 1, 11);
+        let derived = st
+            .judge_source(1, Source::Derived, false, || 2)
+            .unwrap()
+            .partition;
+        st.written(p(800, -1, 0));
+        let j = st
+            .judge_source(1, Source::Citus(Node::Group(2)), false, || 3)
+            .unwrap();
+        assert_eq!((j.partition, j.changed), (2, true));
+        // Its standby, promoted, knows both as used by its primary.
+        let mut b = st;
+        b.at_start(true, 12, 5, 1);
+        b.judge_source(2, Source::Citus(Node::Group(2)), false, || 6)
+            .unwrap();
+        assert_eq!(b.others(derived), Some(p(800, -1, 0)));
+        assert!(b.others(2).is_some());
     }
 }

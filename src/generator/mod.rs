@@ -4,9 +4,11 @@
 //!   out an ID twice, whatever the clock does;
 //! - [`state_file`]: the durable state file (`sno_generator.state`) and the WAL record's
 //!   payload, encoded and decoded;
+//! - [`citus`]: the partitions of a Citus cluster's node groups, two groups never sharing one;
 //! - [`lineage`]: which partitions a data directory and the servers it shares history with
 //!   (standbys, copies, upgrades) have used, and what a server may do about them.
 
+pub mod citus;
 pub mod lineage;
 pub mod state_file;
 pub mod timeline;

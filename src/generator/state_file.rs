@@ -30,13 +30,16 @@
 //! crc32=1c291ca3
 //! ```
 //!
+//! A node of a Citus cluster writes version 3: the same, with `citus_group=N` (its node group,
+//! see [`crate::generator::citus`]) after `retired`.
+//!
 //! `used=partition,mine,horizon,safe,drifts` lines are the lineage entries (`mine` 1: this
 //! incarnation used it). `retired` is the bound of entries dropped when the table was full.
 //! `crc32` is the CRC-32 (IEEE) of every byte before that line. Anything else — a missing
 //! line, an unknown version, a bad checksum — is [`StateError::Corrupt`]. Version 1 files
 //! (sno 0.1.0) are read too.
 
-use crate::generator::lineage::{State, MAX_ENTRIES};
+use crate::generator::lineage::{State, MAX_ENTRIES, NO_GROUP};
 
 /// The durable part of a timeline.
 #[repr(C)]
@@ -54,6 +57,9 @@ pub struct Persisted {
 pub const FILE_NAME: &str = "sno_generator.state";
 const HEADER: &str = "sno generator state 2";
 const HEADER_V1: &str = "sno generator state 1";
+/// Version 3 adds `citus_group=N` after `retired`; it is written only by a node of a Citus
+/// cluster, so every other server's file stays readable by sno 0.3.0.
+const HEADER_V3: &str = "sno generator state 3";
 
 /// Why a state file cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -79,8 +85,10 @@ fn bound_text(p: &Persisted) -> String {
 
 /// The file's contents for `st`.
 pub fn encode(st: &State) -> String {
+    let citus = st.citus_group != NO_GROUP;
     let mut body = format!(
-        "{HEADER}\nsystem_identifier={}\nincarnation={}\ntimeline={}\ncontrol_inode={}\ncopied={}\nhorizon={}\nsafe={}\ndrifts={}\nretired={}\n",
+        "{}\nsystem_identifier={}\nincarnation={}\ntimeline={}\ncontrol_inode={}\ncopied={}\nhorizon={}\nsafe={}\ndrifts={}\nretired={}\n",
+        if citus { HEADER_V3 } else { HEADER },
         st.system_identifier,
         st.incarnation,
         st.timeline,
@@ -91,6 +99,9 @@ pub fn encode(st: &State) -> String {
         st.me.drifts,
         bound_text(&st.retired),
     );
+    if citus {
+        body.push_str(&format!("citus_group={}\n", st.citus_group));
+    }
     for e in st.entries() {
         body.push_str(&format!(
             "used={},{},{}\n",
@@ -136,9 +147,10 @@ pub fn decode(text: &[u8]) -> Result<State, StateError> {
         return Err(corrupt("checksum mismatch"));
     }
     let mut lines = body.lines().peekable();
-    let v1 = match lines.next() {
-        Some(HEADER) => false,
-        Some(HEADER_V1) => true,
+    let (v1, v3) = match lines.next() {
+        Some(HEADER) => (false, false),
+        Some(HEADER_V1) => (true, false),
+        Some(HEADER_V3) => (false, true),
         _ => return Err(corrupt("unknown header")),
     };
     let mut field = |name: &str| -> Result<&str, StateError> {
@@ -185,6 +197,13 @@ pub fn decode(text: &[u8]) -> Result<State, StateError> {
         st.note(st.derived(), true, st.me);
     } else {
         st.retired = parse_bound(field("retired")?)?;
+        if v3 {
+            let group: u32 = num!("citus_group");
+            if group == NO_GROUP {
+                return Err(corrupt("bad citus_group"));
+            }
+            st.citus_group = group;
+        }
         for line in lines.by_ref() {
             let rest = line
                 .strip_prefix("used=")
@@ -358,6 +377,26 @@ mod tests {
         let mut copied = st;
         copied.copied = true;
         assert_eq!(decode(encode(&copied).as_bytes()), Ok(copied));
+    }
+
+    #[test]
+    fn a_citus_node_writes_version_3_and_no_other_server_does() {
+        let st = sample();
+        assert!(encode(&st).starts_with("sno generator state 2\n"));
+        let mut node = st;
+        node.citus_group = 3;
+        let text = encode(&node);
+        assert!(text.starts_with("sno generator state 3\n"));
+        assert!(text.contains("\nretired=0,-1,0\ncitus_group=3\nused=7,"));
+        assert_eq!(decode(text.as_bytes()), Ok(node));
+        // A version 3 file without the group, or with the "none" value, is corrupt.
+        let body = text.replace("citus_group=3\n", "");
+        let body = &body[..body.rfind("crc32=").unwrap()];
+        let forged = format!("{body}crc32={:08x}\n", crc32(body.as_bytes()));
+        assert_eq!(
+            decode(forged.as_bytes()),
+            Err(StateError::Corrupt("no citus_group".into()))
+        );
     }
 
     #[test]
