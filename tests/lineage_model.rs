@@ -1082,6 +1082,7 @@ impl World {
             draw.incarnation(sysid, &targets)
         }) {
             Err(Refusal::Inherited(p)) => Err(Refused::Inherited(p)),
+            Err(r) => unreachable!("no Citus group in this model: {r:?}"),
             Ok(j) => {
                 let cur = match configured {
                     Some(p) => Use {
