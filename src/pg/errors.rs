@@ -53,6 +53,13 @@ pub enum Problem<'a> {
     WriteFailed(&'a std::io::Error),
     /// A copy configured with its original's explicit partition.
     Inherited(u16),
+    /// A copy of a Citus node, started beside it, generating for its original's group.
+    CitusCopy(u32),
+    /// A Citus node group past the groups that have partitions.
+    CitusGroupTooLarge(u32),
+    /// Citus is installed but the server is not a node of a cluster yet (its port, for the
+    /// HINT).
+    CitusNotActivated(i32),
     /// A WAL record of the `sno` resource manager that does not decode.
     BadWalRecord,
     /// `sno.sequence_min` / `sno.sequence_max` do not make a usable slice (at server start).
@@ -180,6 +187,24 @@ impl Problem<'_> {
             )
             .detail(format!("sno.partition is {p} here too; two servers making IDs with one partition could repeat IDs."))
             .hint("Give this server its own sno.partition, one no other server uses (in postgresql.conf or with ALTER SYSTEM), and reload the configuration."),
+            Problem::CitusCopy(g) => Report::new(
+                Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+                format!("this server is a copy of a node of Citus group {g}"),
+            )
+            .detail(format!("Group {g}'s partitions belong to the node it was copied from (or to that node's promoted standby); two servers making IDs with one partition could repeat IDs."))
+            .hint("Add this server to the cluster from the coordinator with citus_add_node (Citus gives it a group of its own), or give it its own sno.partition, one no other server uses, and reload the configuration. If it replaces the node it was copied from and that node will never run again, run SELECT sno_generator_initialize(take_over => true); as a superuser."),
+            Problem::CitusGroupTooLarge(g) => Report::new(
+                Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+                format!("Citus node group {g} has no sno partitions"),
+            )
+            .detail(format!("sno gives the Citus node groups 0 to {} sixteen partitions each (group + 4096 * generation), and Citus never reuses a group number.", crate::generator::citus::GROUPS - 1))
+            .hint("Give this node its own sno.partition and reload the configuration: a partition no node of the cluster shows in SELECT node, partition FROM sno_citus_nodes; on the coordinator."),
+            Problem::CitusNotActivated(port) => Report::new(
+                Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+                "this server has Citus but is not a node of a Citus cluster yet",
+            )
+            .detail("sno gives each Citus node group its own partitions, and this server has no group yet: pg_dist_local_group reads 0 and it knows no nodes.")
+            .hint(format!("If this server is the coordinator, run SELECT citus_set_coordinator_host('localhost', {port}); here, with the host name the workers reach it by. If it is to be a worker, add it from the coordinator with citus_add_node first. Otherwise give it its own sno.partition, one no other server uses, and reload the configuration.")),
             Problem::BadSlice { min, max, why } => {
                 let detail = match why {
                     SliceError::Reversed => {

@@ -13,6 +13,7 @@
 //! - the SQL: every `CREATE` statement is in `sql/` (the type by hand, the functions pgrx
 //!   generates listed in each file's header).
 
+pub mod citus;
 pub mod errors;
 pub mod fmgr;
 pub mod generator;

@@ -154,6 +154,14 @@ unsafe fn rewrite_quals(quals: *mut Node, cat: &mut Option<Catalog>) -> *mut Nod
     for &p in &parts {
         implied(p, cat, &mut added);
     }
+    // A bound the query already has is not added again: a query planned twice (Citus plans
+    // on the coordinator, deparses the planned query, bounds included, for each shard, and the
+    // worker plans it again) keeps one copy of each, as a query on one server has.
+    added.retain(|&n| {
+        !parts
+            .iter()
+            .any(|&p| pg_sys::equal(p.cast_const().cast(), n.cast_const().cast()))
+    });
     if added.is_empty() {
         return quals;
     }

@@ -9,7 +9,7 @@
 //! (indexed by backend number). A slot is written only by its backend, with relaxed atomic
 //! stores (plain moves on x86-64), and read by the monitoring functions.
 
-use crate::generator::lineage::State;
+use crate::generator::lineage::{State, NO_GROUP};
 use crate::generator::state_file;
 use crate::generator::timeline::{derived_partition, Cursor, Slice, Timeline};
 use crate::pg::errors::{self, Problem};
@@ -58,6 +58,11 @@ pub struct Shared {
     pub derived_partition: AtomicU32,
     /// The partition judged for use (what `sno_generate` writes); changed under `lock`.
     pub partition: AtomicU32,
+    /// What a backend last read of this server in Citus's catalog ([`crate::pg::citus`]).
+    pub citus_node: AtomicU32,
+    /// The Citus group `partition` was judged for ([`NO_GROUP`] when it was not a group's);
+    /// changed under `lock`.
+    pub citus_group: AtomicU32,
     /// Waits because every sequence number of a unit was taken.
     pub full_unit_stalls: AtomicU64,
     /// Waits because the clock went back into used time a second time.
@@ -90,9 +95,10 @@ pub struct Guarded {
     pub units_opened: u64,
     /// What this data directory knows of its lineage ([`crate::generator::lineage`]).
     pub lineage: State,
-    /// The (WAL timeline, `sno.partition`) the lineage was last judged for; generation judges
-    /// again when either changes. `u32::MAX`: never judged.
-    pub judged: (u32, i32),
+    /// The (WAL timeline, source of the partition) the lineage was last judged for, the source
+    /// as [`crate::pg::generator::durable::source_key`]; generation judges again when either
+    /// changes. `u32::MAX`: never judged.
+    pub judged: (u32, i64),
     /// The lineage state changed and must be written before the next ID.
     pub dirty: bool,
 }
@@ -472,6 +478,8 @@ unsafe extern "C-unwind" fn on_startup() {
             system_identifier: sysid,
             derived_partition: AtomicU32::new(0),
             partition: AtomicU32::new(0),
+            citus_node: AtomicU32::new(crate::pg::citus::UNREAD),
+            citus_group: AtomicU32::new(NO_GROUP),
             full_unit_stalls: AtomicU64::new(0),
             clock_waits: AtomicU64::new(0),
             clock_wait_failures: AtomicU64::new(0),

@@ -3,7 +3,8 @@
 
 use super::hot::{SlowError, HORIZON_AHEAD, HORIZON_MARGIN};
 use super::wal_timeline;
-use crate::generator::lineage::Refusal;
+use crate::generator::citus::{Node, Source};
+use crate::generator::lineage::{Refusal, NO_GROUP};
 use crate::generator::timeline::{Persisted, Timeline};
 use crate::id::layout::MAX_UNITS;
 use crate::pg::errors::{self, Problem};
@@ -14,17 +15,42 @@ use core::sync::atomic::Ordering::Relaxed;
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 
-/// Makes sure the lineage state was judged for the current WAL timeline and `sno.partition`
-/// ([`crate::generator::lineage::State::judge`]) before IDs are made. Under the lock.
+/// Where the partition comes from now: `sno.partition`, else what a backend read in Citus's
+/// catalog, else derived.
+pub(super) fn source(s: &Shared) -> Source {
+    match (gucs::partition(), crate::pg::citus::published(s)) {
+        (Some(p), _) => Source::Explicit(p),
+        (None, Some(node)) => Source::Citus(node),
+        (None, None) => Source::Derived,
+    }
+}
+
+/// A number for `source`, kept in [`Guarded::judged`]: the partition (0..=65535), -1 for a
+/// derived one, below for what Citus said.
+pub fn source_key(source: Source) -> i64 {
+    match source {
+        Source::Explicit(p) => i64::from(p),
+        Source::Derived => -1,
+        Source::Citus(Node::NotActivated) => -2,
+        Source::Citus(Node::Group(g)) => -3 - i64::from(g),
+    }
+}
+
+/// Makes sure the lineage state was judged for the current WAL timeline and source of the
+/// partition ([`crate::generator::lineage::State::judge_source`]) before IDs are made. Under
+/// the lock.
 pub(super) fn judge(
     s: &'static Shared,
     g: &mut Guarded,
     timeline: u32,
     take_over: bool,
 ) -> Result<(), SlowError> {
+    let source = source(s);
     let status = s.state.load(Relaxed);
     if status != shmem::STATE_READY {
-        if gucs::partition().is_some() {
+        // Without the state, an explicit partition or a Citus group's generation could repeat
+        // what the lost file covered.
+        if !matches!(source, Source::Derived) {
             return Err(SlowError::State(status));
         }
         // A derived partition needs nothing from the lost state: the incarnation drawn at
@@ -40,19 +66,24 @@ pub(super) fn judge(
         };
         errors::warn(Problem::NewDerivedPartition { lost: &lost });
     }
-    let key = (timeline, gucs::partition().map_or(-1, i32::from));
+    let key = (timeline, source_key(source));
     if g.judged == key && !g.lineage.copied && !take_over {
         return Ok(());
     }
     let mut st = g.lineage;
-    match st.judge(timeline, gucs::partition(), take_over, shmem::draw) {
-        Err(Refusal::Inherited(p)) => Err(SlowError::Inherited(p)),
+    match st.judge_source(timeline, source, take_over, shmem::draw) {
+        Err(r) => Err(SlowError::Refused(r)),
         Ok(j) => {
             // Closes the cursor: no backend goes on with what it read before this judgment.
             g.timeline.absorb(j.absorb, &s.hot.cursor);
             g.dirty |= j.changed;
             shmem::set_lineage(s, g, st);
             s.partition.store(j.partition as u32, Relaxed);
+            let group = match source {
+                Source::Explicit(_) => NO_GROUP,
+                _ => st.citus_group,
+            };
+            s.citus_group.store(group, Relaxed);
             shmem::new_epoch(s);
             g.judged = key;
             if j.took_over {
@@ -207,8 +238,15 @@ pub fn replay(s: &'static Shared, rec: &crate::generator::state_file::Record) {
     }
 }
 
-pub(super) fn raise_inherited(p: u16) -> ! {
-    errors::raise(Problem::Inherited(p))
+/// Why the lineage's judgment refused: the error a DBA can act on.
+pub(super) fn raise_refusal(r: Refusal) -> ! {
+    errors::raise(match r {
+        Refusal::Inherited(p) => Problem::Inherited(p),
+        Refusal::CitusCopy(g) => Problem::CitusCopy(g),
+        Refusal::CitusGroupTooLarge(g) => Problem::CitusGroupTooLarge(g),
+        // SAFETY: plain read of a server global.
+        Refusal::CitusNotActivated => Problem::CitusNotActivated(unsafe { pg_sys::PostPortNumber }),
+    })
 }
 
 pub(super) fn raise_state(s: &Shared, st: u32) -> ! {
@@ -314,8 +352,8 @@ pub(super) fn generator_initialize(
             // raise (unless the caller asks to take the partition over).
             match judge(s, g, timeline, take_over) {
                 Ok(()) => did |= take_over,
-                Err(SlowError::Inherited(p)) if take_over => return Err(SlowError::Inherited(p)),
-                Err(SlowError::Inherited(_)) => {}
+                Err(SlowError::Refused(r)) if take_over => return Err(SlowError::Refused(r)),
+                Err(SlowError::Refused(_)) => {}
                 Err(e) => return Err(e),
             }
             Ok(did)
@@ -328,7 +366,7 @@ pub(super) fn generator_initialize(
     match outcome {
         Ok(did) => did,
         Err(SlowError::State(st)) => raise_state(s, st),
-        Err(SlowError::Inherited(p)) => raise_inherited(p),
+        Err(SlowError::Refused(r)) => raise_refusal(r),
         Err(SlowError::Write(e)) => raise_write(e),
         Err(SlowError::Clock) => errors::raise(Problem::ClockOutOfRange),
     }

@@ -1,8 +1,6 @@
 //! `sno_generate`: the fast path, the slow path under the lock, and waits for the clock.
 
-use super::durable::{
-    ask_for_renewal, judge, raise_inherited, raise_state, raise_write, write_now,
-};
+use super::durable::{ask_for_renewal, judge, raise_refusal, raise_state, raise_write, write_now};
 use super::{shared_or_raise, wal_timeline};
 use crate::generator::timeline::Grant;
 use crate::id::layout::{Sno, MAX_UNITS};
@@ -164,6 +162,8 @@ pub(super) fn generate_slow(b: &mut Backend, meta: u8) -> Sno {
     if unsafe { pg_sys::RecoveryInProgress() } {
         errors::raise(Problem::GenerateInRecovery);
     }
+    // Once per backend, in a database with Citus: this server's node group.
+    crate::pg::citus::publish(s);
     let timeline = wal_timeline();
     let mut waited_since: Option<std::time::Instant> = None;
     loop {
@@ -197,7 +197,7 @@ pub(super) fn generate_slow(b: &mut Backend, meta: u8) -> Sno {
             Ok(g) => g,
             Err(SlowError::Clock) => errors::raise(Problem::ClockOutOfRange),
             Err(SlowError::State(st)) => raise_state(s, st),
-            Err(SlowError::Inherited(p)) => raise_inherited(p),
+            Err(SlowError::Refused(r)) => raise_refusal(r),
             Err(SlowError::Write(e)) => raise_write(e),
         };
         b.shared = s;
@@ -269,8 +269,9 @@ pub(super) enum SlowError {
     State(u32),
     /// The state file could not be written.
     Write(std::io::Error),
-    /// The configured partition is one the server this one was copied from used.
-    Inherited(u16),
+    /// The lineage's judgment refused the partition (a copy beside its original, a Citus node
+    /// that is not one yet).
+    Refused(crate::generator::lineage::Refusal),
 }
 
 /// Sleeps on the process latch until the wall clock reaches unit `until`. The time spent in

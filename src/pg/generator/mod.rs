@@ -44,14 +44,30 @@ pub(super) fn shared_or_raise() -> &'static Shared {
     }
 }
 
-/// The partition to write: `sno.partition`, or the one derived from the system identifier.
-pub fn effective_partition(s: &Shared) -> (u16, &'static str) {
+/// The partition to write and where it comes from: `sno.partition`, the Citus node group it
+/// was judged for, or the one derived from the system identifier.
+pub fn effective_partition(s: &Shared) -> (u16, std::borrow::Cow<'static, str>) {
+    let group = s.citus_group.load(Relaxed);
     match gucs::partition() {
-        Some(p) => (p, "sno.partition"),
+        Some(p) => (p, "sno.partition".into()),
+        None if group != crate::generator::lineage::NO_GROUP => (
+            s.partition.load(Relaxed) as u16,
+            format!("citus group {group}").into(),
+        ),
         None => (
             s.derived_partition.load(Relaxed) as u16,
-            "system identifier",
+            "system identifier".into(),
         ),
+    }
+}
+
+/// For the monitoring functions: in a database with Citus, this server's node group read (once
+/// per backend) and, when it is news, judged at once, so that the partition shown is the one the
+/// group gives.
+pub(super) fn refresh_citus(s: &'static Shared) {
+    // SAFETY: reads a shared flag.
+    if crate::pg::citus::publish(s) && !unsafe { pg_sys::RecoveryInProgress() } {
+        settle(s);
     }
 }
 

@@ -8,7 +8,7 @@
 //! `sno_generator_backends_wrapper`) return 0.1.0's columns. Released symbols are never
 //! reused for another shape.
 
-use super::{effective_partition, shared_or_raise};
+use super::{effective_partition, refresh_citus, shared_or_raise};
 use crate::id::time::units_to_pg_micros;
 use crate::pg::shmem::{self};
 use core::sync::atomic::Ordering::Relaxed;
@@ -40,6 +40,7 @@ pub(super) fn generator_info() -> TableIterator<
     ),
 > {
     let s = shared_or_raise();
+    refresh_citus(s);
     let (tl, opened) = shmem::locked(s, |g| (g.timeline, g.units_opened));
     let (partition, source) = effective_partition(s);
     let slots = shmem::slots(s);
@@ -173,5 +174,7 @@ pub(super) fn sno_generator_lineage() -> TableIterator<
 /// `sno_current_partition() → int`: the partition `sno_generate` writes now.
 #[pg_extern(stable, parallel_safe)]
 pub(super) fn sno_current_partition() -> i32 {
-    effective_partition(shared_or_raise()).0 as i32
+    let s = shared_or_raise();
+    refresh_citus(s);
+    effective_partition(s).0 as i32
 }

@@ -1,0 +1,72 @@
+//! Citus: this server's node group, read from Citus's own catalog, for the partition the
+//! lineage judges ([`crate::generator::citus`] holds the decisions).
+//!
+//! The group lives in a table of the database Citus is installed in (`pg_dist_local_group`),
+//! so a backend reads it, once, the first time it needs the generator in such a database, and
+//! publishes it in shared memory for the whole server ([`Shared::citus_node`]); the lineage
+//! keeps it ([`crate::generator::lineage::State::citus_group`]) so that sessions in other
+//! databases, the `sno lineage` worker and later starts go on with the group's partitions.
+//!
+//! Plain reads of two tables Citus grants to PUBLIC, no Citus function: they work whether or not
+//! the Citus library is loaded in this backend, and cost one query per backend.
+
+use crate::generator::citus::Node;
+use crate::pg::shmem::Shared;
+use core::sync::atomic::Ordering::Relaxed;
+use pgrx::prelude::*;
+
+/// [`Shared::citus_node`] before any backend read Citus.
+pub const UNREAD: u32 = u32::MAX;
+/// [`Shared::citus_node`] of a server with Citus installed but not a node of a cluster.
+pub const NOT_ACTIVATED: u32 = u32::MAX - 1;
+
+/// Whether this backend has read Citus's catalog. A backend belongs to one database for its
+/// whole life, and a node's group changes only when it is added to a cluster (rare, and then
+/// the new group is read by every new session).
+static READ: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
+
+/// What Citus says of this server in the current database; `None` without the citus
+/// extension here.
+fn local_node() -> Option<Node> {
+    // SAFETY: a catalog lookup by name; `true`: no error when missing.
+    let oid = unsafe { pg_sys::get_extension_oid(c"citus".as_ptr(), true) };
+    if oid == pg_sys::InvalidOid {
+        return None;
+    }
+    // Group 0 is the coordinator only if the cluster has nodes: a worker reads 0 until the
+    // coordinator activates it (citus_is_coordinator() decides the same way).
+    let row = Spi::get_two::<i32, bool>(
+        "SELECT (SELECT groupid FROM pg_catalog.pg_dist_local_group LIMIT 1), \
+                EXISTS (SELECT FROM pg_catalog.pg_dist_node WHERE isactive)",
+    );
+    Some(match row {
+        Ok((Some(g), _)) if g > 0 => Node::Group(g as u32),
+        Ok((Some(0), Some(true))) => Node::Group(0),
+        _ => Node::NotActivated,
+    })
+}
+
+/// Reads Citus once per backend and publishes what it found. Whether the server-wide value
+/// changed (the lineage must be judged again).
+pub fn publish(s: &Shared) -> bool {
+    if READ.load(Relaxed) {
+        return false;
+    }
+    let node = local_node();
+    READ.store(true, Relaxed);
+    let code = match node {
+        None => return false,
+        Some(Node::Group(g)) => g,
+        Some(Node::NotActivated) => NOT_ACTIVATED,
+    };
+    s.citus_node.swap(code, Relaxed) != code
+}
+
+/// What was published, if anything.
+pub fn published(s: &Shared) -> Option<Node> {
+    match s.citus_node.load(Relaxed) {
+        UNREAD => None,
+        NOT_ACTIVATED => Some(Node::NotActivated),
+        g => Some(Node::Group(g)),
+    }
+}
