@@ -37,6 +37,10 @@ EXPLAIN (COSTS OFF) SELECT * FROM tp WHERE sno_time(id) = '2026-01-01 00:00:00.0
 EXPLAIN (COSTS OFF) SELECT * FROM tp WHERE '2026-01-01 00:00:01+00' > sno_time(id);
 EXPLAIN (COSTS OFF) SELECT id FROM tp WHERE sno_time(id) > now() - interval '1 day';
 EXPLAIN (COSTS OFF) SELECT id FROM tp WHERE sno_time(id) >= date '2026-01-01' AND sno_time(id) < timestamp '2026-01-01 00:00:01';
+-- A query that already has the bound (as Citus's shard queries do: the coordinator plans, then
+-- deparses the query with its bounds for each shard, and the worker plans it again) keeps one.
+EXPLAIN (COSTS OFF) SELECT id FROM tp WHERE sno_time(id) >= '2026-01-01 00:00:01+00'
+    AND id >= sno_lower_bound('2026-01-01 00:00:01+00'::timestamptz);
 -- A prepared statement: the generic plan has the parameter in the index condition.
 PREPARE since(timestamptz) AS SELECT count(*) FROM tp WHERE sno_time(id) >= $1;
 SET plan_cache_mode = force_generic_plan;

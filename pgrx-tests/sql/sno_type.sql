@@ -175,3 +175,21 @@ SELECT pg_temp.err($$COPY bin_dst FROM '/tmp/sno_regress_9.bin' (FORMAT binary)$
 SELECT pg_temp.err($$COPY bin_dst FROM '/tmp/sno_regress_11.bin' (FORMAT binary)$$);
 SELECT pg_temp.err($$COPY bin_dst FROM '/tmp/sno_regress_10.bin' (FORMAT binary)$$);
 SELECT * FROM bin_dst;
+
+-- The hash support functions are part of the on-disk contract: hash indexes, hash partitions
+-- and every Citus table distributed by a sno column (the hash picks each row's shard) depend
+-- on these exact values. They are PostgreSQL's hash_bytes / hash_bytes_extended over the 10
+-- bytes, and must never change in a release: this output pins them.
+SELECT v AS id, sno_hash(v), sno_hash_extended(v, 0), sno_hash_extended(v, 42),
+       sno_hash_extended(v, 0) & 4294967295 = sno_hash(v)::int8 & 4294967295 AS low_bits_agree
+FROM (VALUES ('2222222222222222'::sno), ('brpk4q72xwf2m63l'), ('xxxxxxxxxxxxxxxx'),
+             ('9qc257gq29j8i222'), ('a2c4e6g8i2k4m6o8')) AS t(v);
+-- A hash-partitioned table puts each of these in the same partition on every release.
+CREATE TEMP TABLE hashed (id sno) PARTITION BY HASH (id);
+CREATE TEMP TABLE hashed_0 PARTITION OF hashed FOR VALUES WITH (MODULUS 4, REMAINDER 0);
+CREATE TEMP TABLE hashed_1 PARTITION OF hashed FOR VALUES WITH (MODULUS 4, REMAINDER 1);
+CREATE TEMP TABLE hashed_2 PARTITION OF hashed FOR VALUES WITH (MODULUS 4, REMAINDER 2);
+CREATE TEMP TABLE hashed_3 PARTITION OF hashed FOR VALUES WITH (MODULUS 4, REMAINDER 3);
+INSERT INTO hashed VALUES ('2222222222222222'), ('brpk4q72xwf2m63l'), ('xxxxxxxxxxxxxxxx'),
+                          ('9qc257gq29j8i222'), ('a2c4e6g8i2k4m6o8');
+SELECT tableoid::regclass AS partition, id FROM hashed ORDER BY id;
