@@ -41,6 +41,8 @@ EXPLAIN (COSTS OFF) SELECT id FROM tp WHERE sno_time(id) >= date '2026-01-01' AN
 -- deparses the query with its bounds for each shard, and the worker plans it again) keeps one.
 EXPLAIN (COSTS OFF) SELECT id FROM tp WHERE sno_time(id) >= '2026-01-01 00:00:01+00'
     AND id >= sno_lower_bound('2026-01-01 00:00:01+00'::timestamptz);
+EXPLAIN (COSTS OFF) SELECT id FROM tp WHERE sno_time(id) >= '2026-01-01 00:00:01+00'
+    AND id >= '9d5ve8hm22222222'::sno;
 -- A prepared statement: the generic plan has the parameter in the index condition.
 PREPARE since(timestamptz) AS SELECT count(*) FROM tp WHERE sno_time(id) >= $1;
 SET plan_cache_mode = force_generic_plan;

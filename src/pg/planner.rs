@@ -156,11 +156,15 @@ unsafe fn rewrite_quals(quals: *mut Node, cat: &mut Option<Catalog>) -> *mut Nod
     }
     // A bound the query already has is not added again: a query planned twice (Citus plans
     // on the coordinator, deparses the planned query, bounds included, for each shard, and the
-    // worker plans it again) keeps one copy of each, as a query on one server has.
+    // worker plans it again) keeps one copy of each, as a query on one server has. The copy it
+    // has may be folded already (`id >= '...'::sno` for a constant time): so is ours, to compare.
     added.retain(|&n| {
-        !parts
-            .iter()
-            .any(|&p| pg_sys::equal(p.cast_const().cast(), n.cast_const().cast()))
+        let folded =
+            pg_sys::eval_const_expressions(null_mut(), pg_sys::copyObjectImpl(n.cast()).cast());
+        !parts.iter().any(|&p| {
+            pg_sys::equal(p.cast_const().cast(), n.cast_const().cast())
+                || pg_sys::equal(p.cast_const().cast(), folded.cast_const().cast())
+        })
     });
     if added.is_empty() {
         return quals;
