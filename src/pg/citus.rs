@@ -49,7 +49,10 @@ fn local_node() -> Option<Node> {
 /// Reads Citus once per backend and publishes what it found. Whether the server-wide value
 /// changed (the lineage must be judged again).
 pub fn publish(s: &Shared) -> bool {
-    if READ.load(Relaxed) {
+    // A standby makes no IDs, and reading Citus's catalog there fails inside Citus (it asks for
+    // a transaction ID): its group is read once it is promoted.
+    // SAFETY: reads a shared flag.
+    if READ.load(Relaxed) || unsafe { pg_sys::RecoveryInProgress() } {
         return false;
     }
     let node = local_node();

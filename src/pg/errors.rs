@@ -198,7 +198,7 @@ impl Problem<'_> {
                 format!("Citus node group {g} has no sno partitions"),
             )
             .detail(format!("sno gives the Citus node groups 0 to {} sixteen partitions each (group + 4096 * generation), and Citus never reuses a group number.", crate::generator::citus::GROUPS - 1))
-            .hint("Give this node its own sno.partition and reload the configuration: a partition no node of the cluster shows in SELECT node, partition FROM sno_citus_nodes; on the coordinator."),
+            .hint("Give this node its own sno.partition, one that no other node of the cluster uses (SELECT partition FROM sno_generator; on each node shows the one in use), and reload the configuration."),
             Problem::CitusNotActivated(port) => Report::new(
                 Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
                 "this server has Citus but is not a node of a Citus cluster yet",

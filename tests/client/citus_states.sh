@@ -1,0 +1,170 @@
+#!/usr/bin/env bash
+# shellcheck source-path=SCRIPTDIR
+# sno on Citus 13.2.2 (PostgreSQL 15 only): how a node gets its partition, the bad states and
+# their HINTs followed as printed, and the README's Citus snippets run as printed.
+#   1. A server that made IDs with its derived partition before it had Citus (sno created before
+#      citus) is refused once citus is created and it is no node yet; the HINT's
+#      citus_set_coordinator_host is run as printed: it becomes the coordinator, group 0,
+#      partition 0, its earlier partition kept in its lineage.
+#   2. A worker with citus only: the coordinator adds it; sno, created on the coordinator before
+#      citus, comes to it with the first distributed table of a sno column (after
+#      citus_add_node); its partition is its group's. A node added later (5.) gets sno at once.
+#   3. The README's query on the coordinator: every node, its partition and source; two nodes
+#      configured with one explicit partition are flagged, and no longer once one is changed.
+#   4. A copy of the worker started beside it (pg_basebackup, no standby.signal): refused; one
+#      copy follows the HINT's sno.partition branch, another (after the worker is stopped for
+#      good) its take_over branch: the group's next generation, and citus_update_node puts it
+#      in the worker's place.
+#   5. A node whose Citus group is past 4095 (the group sequence moved on): refused; the HINT's
+#      sno.partition branch followed.
+#   6. The README's time-partitioned distributed table; a sno_time query through the
+#      coordinator carries each bound once.
+# Every ID made is in the ledger: zero duplicates at the end.
+#
+# Usage: citus_states.sh SOCKET_DIR PORT BINDIR, with SNO_PG_MAJOR=15 (else skipped).
+set -euo pipefail
+
+if [[ "${SNO_PG_MAJOR:-}" != 15 ]]; then
+    echo "ok: skipped citus_states.sh: Citus is tested on PostgreSQL 15 only (SNO_PG_MAJOR=${SNO_PG_MAJOR:-unset})"
+    exit 0
+fi
+
+# shellcheck source=../citus/citus.bash
+source "$(dirname "${BASH_SOURCE[0]}")/../citus/citus.bash"
+PG_CONFIG="$3/pg_config"
+[[ -x "$PG_CONFIG" ]] || PG_CONFIG=/usr/lib/postgresql/15/bin/pg_config
+citus_ensure "$PG_CONFIG" || { echo "FAIL: Citus $CITUS_VERSION could not be installed"; exit 1; }
+
+cluster_setup citus_states "$2" "$3"
+fail=0
+README="$SNO_ROOT/README.md"
+
+# readme_sql MARKER: the first ```sql block after the README line that starts with MARKER.
+readme_sql() {
+    awk -v m="$1" 'index($0, m) == 1 { f = 1 } f && /^```sql$/ { b = 1; next } b && /^```$/ { exit } b' "$README"
+}
+
+# --- 1. sno first, then citus: the coordinator ------------------------------------------------
+
+citus_node_init co
+citus_start co
+node_sql co "CREATE EXTENSION sno" >/dev/null
+node_ids_table co
+node_gen co before-citus 2000
+before="$(ledger_partitions co before-citus)"
+node_sql co "CREATE EXTENSION citus" >/dev/null
+node_expect_refusal co "citus created, no node yet" \
+    "this server has Citus but is not a node of a Citus cluster yet" \
+    "If this server is the coordinator, run SELECT citus_set_coordinator_host('localhost', $(node_port co)); here, with the host name the workers reach it by. If it is to be a worker, add it from the coordinator with citus_add_node first. Otherwise give it its own sno.partition, one no other server uses, and reload the configuration."
+node_sql co "$(hint_sql "$CL_HINT" 1)" >/dev/null
+node_gen co coordinator 2000
+check "the coordinator: partition and source" "$(citus_generator co)" "0|citus group 0"
+check "the coordinator's IDs carry partition 0" "$(ledger_partitions co coordinator)" 0
+check "its IDs from before Citus stay in its lineage (partition $before)" \
+    "$(node_sql co "SELECT count(*) FROM sno_generator_lineage WHERE partition = $before")" 1
+# The workers reach the coordinator by the socket directory, not localhost.
+citus_coordinator co
+
+# --- 2. a worker with citus only: sno comes with citus_add_node ---------------------------------
+
+citus_node_init w1
+citus_start w1
+node_sql w1 "CREATE EXTENSION citus" >/dev/null
+citus_add_node w1 >/dev/null
+# sno was created before citus on the coordinator: Citus creates it on the workers with the
+# first distributed table that needs it (and on every node added later).
+check "sno is not on the worker yet" \
+    "$(node_sql w1 "SELECT count(*) FROM pg_extension WHERE extname = 'sno'")" 0
+node_sql co "CREATE TABLE t (id sno PRIMARY KEY DEFAULT sno_generate(5), v int)" \
+    "SELECT create_distributed_table('t', 'id')" >/dev/null
+check "the first distributed table with a sno column created sno on the worker" \
+    "$(node_sql w1 "SELECT count(*) FROM pg_extension WHERE extname = 'sno'")" 1
+g1="$(citus_group w1)"
+node_ids_table w1
+node_gen w1 worker 2000
+check "the worker: partition and source" "$(citus_generator w1)" "$g1|citus group $g1"
+
+# --- 3. the README's query: every node, and two nodes with one explicit partition ---------------
+
+nodes_sql="$(readme_sql '**Checking the whole cluster.**')"
+[[ -n "$nodes_sql" ]] || bad "the README's query over every node was not found"
+nodes() { node_psql co -At -F'|' -c "$nodes_sql" | cut -d'|' -f3-6; }
+check "the README's query: every node's partition, source, generations left, not shared" "$(nodes)" \
+    "0|citus group 0|15|f
+$g1|citus group $g1|15|f"
+node_alter w1 sno.partition 0
+node_reload w1 sno.partition 0
+check "two nodes with partition 0 are flagged" "$(nodes)" \
+    "0|citus group 0|15|t
+0|sno.partition||t"
+node_sql w1 "ALTER SYSTEM RESET sno.partition" >/dev/null
+node_reload w1 sno.partition -1
+check "flagged no more once the worker has its group's again" "$(nodes | cut -d'|' -f4 | sort -u)" f
+
+# --- 4. copies of the worker started beside it --------------------------------------------------
+
+node_basebackup w1 c1
+citus_start c1
+node_expect_refusal c1 "a copy of the worker" \
+    "this server is a copy of a node of Citus group $g1" \
+    "Add this server to the cluster from the coordinator with citus_add_node (Citus gives it a group of its own), or give it its own sno.partition, one no other server uses, and reload the configuration. If it replaces the node it was copied from and that node will never run again, run SELECT sno_generator_initialize(take_over => true); as a superuser."
+p="$(ledger_unused_partition)"
+node_alter c1 sno.partition "$p"
+node_reload c1 sno.partition "$p"
+node_gen c1 own-partition 2000
+check "the copy makes IDs with its own partition" "$(ledger_partitions c1)" "$p"
+node_gen w1 beside-copy 2000
+
+node_basebackup w1 c2
+node_stop w1 immediate
+citus_start c2
+node_expect_refusal c2 "a second copy, its original stopped for good" \
+    "this server is a copy of a node of Citus group $g1" "$CL_HINT"
+node_sql c2 "$(hint_sql "$CL_HINT" 1)" >/dev/null
+node_gen c2 took-over 2000
+check "take_over: the group's next generation" "$(citus_generator c2)" "$((g1 + 4096))|citus group $g1"
+# The copy replaces the worker in the cluster.
+citus_update_node w1 c2
+citus_wait_synced
+
+# --- 5. a group past 4095 ----------------------------------------------------------------------
+
+node_sql co "ALTER SEQUENCE pg_dist_groupid_seq RESTART 5000" >/dev/null
+citus_node_init big
+citus_start big
+node_sql big "CREATE EXTENSION citus" >/dev/null
+citus_add_node big >/dev/null
+check "the new node is group 5000" "$(citus_group big)" 5000
+node_ids_table big
+node_expect_refusal big "group 5000" "Citus node group 5000 has no sno partitions" \
+    "Give this node its own sno.partition, one that no other node of the cluster uses (SELECT partition FROM sno_generator; on each node shows the one in use), and reload the configuration."
+p="$(ledger_unused_partition)"
+node_alter big sno.partition "$p"
+node_reload big sno.partition "$p"
+node_gen big own-partition 2000
+check "group 5000 makes IDs with its own sno.partition" "$(ledger_partitions big)" "$p"
+
+# --- 6. time partitioning, and the bounds in shard queries ---------------------------------------
+
+node_psql co -v ON_ERROR_STOP=1 -q -c "$(readme_sql '**Time partitioning.**')" >/dev/null ||
+    bad "the README's time-partitioned distributed table"
+node_sql co "INSERT INTO events (payload) SELECT '{}' FROM generate_series(1, 100)" >/dev/null 2>&1 &&
+    bad "rows outside every partition were accepted" || true
+node_sql co "CREATE TABLE events_now PARTITION OF events
+             FOR VALUES FROM (sno_min(date_trunc('month', now()))) TO (sno_min(date_trunc('month', now()) + interval '1 month'))" >/dev/null
+node_sql co "INSERT INTO events (payload) SELECT '{}' FROM generate_series(1, 100)" >/dev/null
+check "rows made now are routed to this month's partition" \
+    "$(node_sql co "SELECT count(*) FROM events_now WHERE sno_time(id) >= now() - interval '1 hour'")" 100
+plan="$(node_sql co "SET citus.explain_all_tasks = on; EXPLAIN (COSTS OFF)
+        SELECT count(*) FROM events WHERE sno_time(id) >= '2026-12-05 00:00:00+00'")"
+check "each shard query holds the lower bound once" \
+    "$(grep -E 'Cond|Filter' <<<"$plan" | grep -c "id >= .*id >= " || true)" 0
+tasks="$(grep -cE '^ *->  Task$' <<<"$plan" || true)"
+((tasks > 0)) || bad "no task in the plan: $plan"
+check "and holds it, in each of its $tasks tasks" "$(grep -cF "(id >= '" <<<"$plan" || true)" "$tasks"
+
+# --- every ID ever made --------------------------------------------------------------------------
+
+ledger_check "every ID made by the coordinator, the worker, its copies and group 5000"
+ledger_summary
+exit "$fail"
