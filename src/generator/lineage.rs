@@ -374,11 +374,12 @@ impl State {
         }
         let promoted = self.timeline != 0 && self.timeline != timeline;
         if let (Some(g), false) = (group, promoted || force) {
-            // A copy beside its original: the group is the original's. Checked before anything
-            // changes, so that the refusal leaves the state as it was.
+            // A copy beside its original, which generated for this group: the group is the
+            // original's. Checked before anything changes, so that the refusal leaves the state
+            // as it was. (A partition of the group that the lineage used before it had a group,
+            // a derived one that happens to be among them, is no sign of the group.)
             let mine = citus::partitions(g).any(|p| self.is_mine(p));
-            let theirs = citus::partitions(g).any(|p| self.others(p).is_some());
-            if self.copied && !mine && theirs {
+            if self.copied && !mine && self.citus_group == g {
                 return Err(Refusal::CitusCopy(g));
             }
         }
