@@ -20,10 +20,18 @@ pub const UNREAD: u32 = u32::MAX;
 /// [`Shared::citus_node`] of a server with Citus installed but not a node of a cluster.
 pub const NOT_ACTIVATED: u32 = u32::MAX - 1;
 
-/// Whether this backend has read Citus's catalog. A backend belongs to one database for its
-/// whole life, and a node's group changes only when it is added to a cluster (rare, and then
-/// the new group is read by every new session).
+/// Whether this backend has found Citus in its database and read its group. A backend belongs to
+/// one database for its whole life, and a node's group changes only when it is added to a
+/// cluster (rare, and then the new group is read by every new session). Not finding Citus is not
+/// kept: `CREATE EXTENSION citus` may come later in this session.
 static READ: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
+
+/// Whether the Citus library is loaded in this server (`shared_preload_libraries`): its
+/// settings exist. Servers without Citus never look further.
+pub fn loaded() -> bool {
+    // SAFETY: a lookup of a setting by name; `true`: NULL when there is none.
+    !unsafe { pg_sys::GetConfigOption(c"citus.version".as_ptr(), true, false) }.is_null()
+}
 
 /// What Citus says of this server in the current database; `None` without the citus
 /// extension here.
@@ -52,16 +60,22 @@ pub fn publish(s: &Shared) -> bool {
     // A standby makes no IDs, and reading Citus's catalog there fails inside Citus (it asks for
     // a transaction ID): its group is read once it is promoted.
     // SAFETY: reads a shared flag.
-    if READ.load(Relaxed) || unsafe { pg_sys::RecoveryInProgress() } {
+    // A parallel worker takes the group its leader published (the leader made IDs or read the
+    // view first), and runs no query of its own through Citus's planner.
+    if READ.load(Relaxed)
+        || unsafe { pg_sys::RecoveryInProgress() }
+        || unsafe { pg_sys::ParallelWorkerNumber } >= 0
+        || !loaded()
+    {
         return false;
     }
     let node = local_node();
-    READ.store(true, Relaxed);
     let code = match node {
         None => return false,
         Some(Node::Group(g)) => g,
         Some(Node::NotActivated) => NOT_ACTIVATED,
     };
+    READ.store(true, Relaxed);
     s.citus_node.swap(code, Relaxed) != code
 }
 

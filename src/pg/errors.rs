@@ -11,6 +11,10 @@ use crate::id::layout::{PartsError, LEN};
 use crate::pg::report::{quoted, timestamptz_text, Report};
 use pgrx::PgSqlErrorCode as Code;
 
+/// An explicit partition beside a Citus cluster's derived ones: group numbers grow from 0, so a
+/// partition of the highest group is the last any node would derive.
+const CITUS_TOP: &str = "one no other server uses from the top of the range, whose group (the partition modulo 4096) the cluster's group numbers will not reach: 65535, 61439, 57343, ... (4095 + 4096 * k)";
+
 /// The time range of the format, for DETAILs.
 const RANGE: &str = "2010-01-01 00:00:00 UTC to 2079-09-07 15:47:35.551999 UTC";
 
@@ -192,19 +196,19 @@ impl Problem<'_> {
                 format!("this server is a copy of a node of Citus group {g}"),
             )
             .detail(format!("Group {g}'s partitions belong to the node it was copied from (or to that node's promoted standby); two servers making IDs with one partition could repeat IDs."))
-            .hint("Add this server to the cluster from the coordinator with citus_add_node (Citus gives it a group of its own), or give it its own sno.partition, one no other server uses, and reload the configuration. If it replaces the node it was copied from and that node will never run again, run SELECT sno_generator_initialize(take_over => true); as a superuser."),
+            .hint(format!("Give this server its own sno.partition, {CITUS_TOP}, and reload the configuration. If it replaces the node it was copied from, and that node and its standbys will never run again, run SELECT sno_generator_initialize(take_over => true); as a superuser.")),
             Problem::CitusGroupTooLarge(g) => Report::new(
                 Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
                 format!("Citus node group {g} has no sno partitions"),
             )
-            .detail(format!("sno gives the Citus node groups 0 to {} sixteen partitions each (group + 4096 * generation), and Citus never reuses a group number.", crate::generator::citus::GROUPS - 1))
-            .hint("Give this node its own sno.partition, one that no other node of the cluster uses (SELECT partition FROM sno_generator; on each node shows the one in use), and reload the configuration."),
+            .detail(format!("sno gives the Citus node groups 0 to {} sixteen partitions each (group + 4096 * generation), and this node's group number is past them.", crate::generator::citus::GROUPS - 1))
+            .hint("Give this node its own sno.partition, one no other server uses whose group (the partition modulo 4096) is not in SELECT groupid FROM pg_dist_node; on the coordinator and is no group of a server that still runs, and reload the configuration."),
             Problem::CitusNotActivated(port) => Report::new(
                 Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
                 "this server has Citus but is not a node of a Citus cluster yet",
             )
             .detail("sno gives each Citus node group its own partitions, and this server has no group yet: pg_dist_local_group reads 0 and it knows no nodes.")
-            .hint(format!("If this server is the coordinator, run SELECT citus_set_coordinator_host('localhost', {port}); here, with the host name the workers reach it by. If it is to be a worker, add it from the coordinator with citus_add_node first. Otherwise give it its own sno.partition, one no other server uses, and reload the configuration.")),
+            .hint(format!("If this server is the coordinator, run SELECT citus_set_coordinator_host('<host>', {port}); here, with <host> the name the workers reach it by. If it is to be a worker, run SELECT citus_add_node('<host>', {port}); on the coordinator, with <host> the name the coordinator reaches it by. Otherwise give it its own sno.partition, {CITUS_TOP}, and reload the configuration.")),
             Problem::BadSlice { min, max, why } => {
                 let detail = match why {
                     SliceError::Reversed => {

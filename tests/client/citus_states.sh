@@ -55,15 +55,15 @@ before="$(ledger_partitions co before-citus)"
 node_sql co "CREATE EXTENSION citus" >/dev/null
 node_expect_refusal co "citus created, no node yet" \
     "this server has Citus but is not a node of a Citus cluster yet" \
-    "If this server is the coordinator, run SELECT citus_set_coordinator_host('localhost', $(node_port co)); here, with the host name the workers reach it by. If it is to be a worker, add it from the coordinator with citus_add_node first. Otherwise give it its own sno.partition, one no other server uses, and reload the configuration."
-node_sql co "$(hint_sql "$CL_HINT" 1)" >/dev/null
+    "If this server is the coordinator, run SELECT citus_set_coordinator_host('<host>', $(node_port co)); here, with <host> the name the workers reach it by. If it is to be a worker, run SELECT citus_add_node('<host>', $(node_port co)); on the coordinator, with <host> the name the coordinator reaches it by. Otherwise give it its own sno.partition, one no other server uses from the top of the range, whose group (the partition modulo 4096) the cluster's group numbers will not reach: 65535, 61439, 57343, ... (4095 + 4096 * k), and reload the configuration."
+# The coordinator branch, <host> being the name the workers reach it by: the socket directory.
+node_sql co "$(hint_sql "$CL_HINT" 1 | sed "s|<host>|$(citus_nodename)|")" >/dev/null
+CITUS_COORD=co
 node_gen co coordinator 2000
 check "the coordinator: partition and source" "$(citus_generator co)" "0|citus group 0"
 check "the coordinator's IDs carry partition 0" "$(ledger_partitions co coordinator)" 0
 check "its IDs from before Citus stay in its lineage (partition $before)" \
     "$(node_sql co "SELECT count(*) FROM sno_generator_lineage WHERE partition = $before")" 1
-# The workers reach the coordinator by the socket directory, not localhost.
-citus_coordinator co
 
 # --- 2. a worker with citus only: sno comes with citus_add_node ---------------------------------
 
@@ -107,8 +107,10 @@ node_basebackup w1 c1
 citus_start c1
 node_expect_refusal c1 "a copy of the worker" \
     "this server is a copy of a node of Citus group $g1" \
-    "Add this server to the cluster from the coordinator with citus_add_node (Citus gives it a group of its own), or give it its own sno.partition, one no other server uses, and reload the configuration. If it replaces the node it was copied from and that node will never run again, run SELECT sno_generator_initialize(take_over => true); as a superuser."
-p="$(ledger_unused_partition)"
+    "Give this server its own sno.partition, one no other server uses from the top of the range, whose group (the partition modulo 4096) the cluster's group numbers will not reach: 65535, 61439, 57343, ... (4095 + 4096 * k), and reload the configuration. If it replaces the node it was copied from, and that node and its standbys will never run again, run SELECT sno_generator_initialize(take_over => true); as a superuser."
+p=65535
+ledger_load
+check "partition $p is in no ID made so far" "$(ledger_sql "SELECT count(*) FROM ledger WHERE sno_partition(id) = $p")" 0
 node_alter c1 sno.partition "$p"
 node_reload c1 sno.partition "$p"
 node_gen c1 own-partition 2000
@@ -137,8 +139,11 @@ citus_add_node big >/dev/null
 check "the new node is group 5000" "$(citus_group big)" 5000
 node_ids_table big
 node_expect_refusal big "group 5000" "Citus node group 5000 has no sno partitions" \
-    "Give this node its own sno.partition, one that no other node of the cluster uses (SELECT partition FROM sno_generator; on each node shows the one in use), and reload the configuration."
-p="$(ledger_unused_partition)"
+    "Give this node its own sno.partition, one no other server uses whose group (the partition modulo 4096) is not in SELECT groupid FROM pg_dist_node; on the coordinator and is no group of a server that still runs, and reload the configuration."
+# Groups of running servers: 0 (co), 1 (c2, in w1's place), 5000; c1 runs with 65535 (group 4095).
+p="$(node_sql co "SELECT min(g) FROM generate_series(0, 4095) g
+                  WHERE g NOT IN ($(hint_sql "$CL_HINT" 1 | sed 's/;$//')) AND g <> 4095")"
+check "the HINT's query leaves group 2 (never a group of this cluster)" "$p" 2
 node_alter big sno.partition "$p"
 node_reload big sno.partition "$p"
 node_gen big own-partition 2000
@@ -148,13 +153,12 @@ check "group 5000 makes IDs with its own sno.partition" "$(ledger_partitions big
 
 node_psql co -v ON_ERROR_STOP=1 -q -c "$(readme_sql '**Time partitioning.**')" >/dev/null ||
     bad "the README's time-partitioned distributed table"
-node_sql co "INSERT INTO events (payload) SELECT '{}' FROM generate_series(1, 100)" >/dev/null 2>&1 &&
-    bad "rows outside every partition were accepted" || true
-node_sql co "CREATE TABLE events_now PARTITION OF events
-             FOR VALUES FROM (sno_min(date_trunc('month', now()))) TO (sno_min(date_trunc('month', now()) + interval '1 month'))" >/dev/null
-node_sql co "INSERT INTO events (payload) SELECT '{}' FROM generate_series(1, 100)" >/dev/null
-check "rows made now are routed to this month's partition" \
-    "$(node_sql co "SELECT count(*) FROM events_now WHERE sno_time(id) >= now() - interval '1 hour'")" 100
+# Rows are routed by the time in their ID (fixed times: the test must not depend on the date).
+node_sql co "INSERT INTO events (id, payload) VALUES (sno_from_parts('2026-12-15 00:00:00+00', 4, 0, 1, 0), '{}')" >/dev/null
+check "an ID of December 2026 is routed to events_2026_12" \
+    "$(node_sql co "SELECT count(*) FROM events_2026_12")" 1
+node_sql co "INSERT INTO events (id, payload) VALUES (sno_from_parts('2027-01-01 00:00:00+00', 4, 0, 1, 0), '{}')" >/dev/null 2>&1 &&
+    bad "an ID outside every partition was accepted" || true
 plan="$(node_sql co "SET citus.explain_all_tasks = on; EXPLAIN (COSTS OFF)
         SELECT count(*) FROM events WHERE sno_time(id) >= '2026-12-05 00:00:00+00'")"
 check "each shard query holds the lower bound once" \
@@ -162,6 +166,11 @@ check "each shard query holds the lower bound once" \
 tasks="$(grep -cE '^ *->  Task$' <<<"$plan" || true)"
 ((tasks > 0)) || bad "no task in the plan: $plan"
 check "and holds it, in each of its $tasks tasks" "$(grep -cF "(id >= '" <<<"$plan" || true)" "$tasks"
+plan="$(node_sql co "SET citus.explain_all_tasks = on; EXPLAIN (COSTS OFF) SELECT count(*) FROM events
+        WHERE sno_time(id) BETWEEN '2026-12-05 00:00:00+00' AND '2026-12-06 00:00:00+00'")"
+check "BETWEEN: each shard query holds each bound once" \
+    "$(grep -E 'Cond|Filter' <<<"$plan" | grep -cE "id >= .*id >= |id <= .*id <= " || true)" 0
+check "and holds both, in each task" "$(grep -cF "(id <= '" <<<"$plan" || true)" "$(grep -cE '^ *->  Task$' <<<"$plan" || true)"
 
 # --- every ID ever made --------------------------------------------------------------------------
 

@@ -49,8 +49,9 @@ pub(super) fn judge(
     let status = s.state.load(Relaxed);
     if status != shmem::STATE_READY {
         // Without the state, an explicit partition or a Citus group's generation could repeat
-        // what the lost file covered.
-        if !matches!(source, Source::Derived) {
+        // what the lost file covered; on a server with Citus, a session in another database
+        // must not start the state afresh either (the group's generations would be forgotten).
+        if !matches!(source, Source::Derived) || crate::pg::citus::loaded() {
             return Err(SlowError::State(status));
         }
         // A derived partition needs nothing from the lost state: the incarnation drawn at

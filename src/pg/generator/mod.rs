@@ -62,12 +62,11 @@ pub fn effective_partition(s: &Shared) -> (u16, std::borrow::Cow<'static, str>) 
 }
 
 /// For the monitoring functions: in a database with Citus, this server's node group read (once
-/// per backend) and, when it is news, judged at once, so that the partition shown is the one the
-/// group gives.
+/// per backend) and, when it is news, handed to the `sno lineage` worker, which judges it within
+/// a moment (a monitoring query writes nothing and waits for nobody).
 pub(super) fn refresh_citus(s: &'static Shared) {
-    // SAFETY: reads a shared flag.
-    if crate::pg::citus::publish(s) && !unsafe { pg_sys::RecoveryInProgress() } {
-        settle(s);
+    if crate::pg::citus::publish(s) {
+        durable::ask_for_renewal(s);
     }
 }
 
