@@ -92,6 +92,9 @@ nodes() { node_psql co -At -F'|' -c "$nodes_sql" | cut -d'|' -f3-6; }
 check "the README's query: every node's partition, source, generations left, not shared" "$(nodes)" \
     "0|citus group 0|15|f
 $g1|citus group $g1|15|f"
+groups_left="$(grep -o 'SELECT 4095 - last_value AS groups_left FROM$' "$README" >/dev/null &&
+    node_sql co "SELECT 4095 - last_value AS groups_left FROM pg_dist_groupid_seq")"
+check "the README's groups_left: groups 2 to 4095 remain" "$groups_left" 4094
 node_alter w1 sno.partition 0
 node_reload w1 sno.partition 0
 check "two nodes with partition 0 are flagged" "$(nodes)" \
