@@ -98,6 +98,20 @@ citus_ensure() {
     return "$rc"
 }
 
+# citus_test_setup NAME SOCKET_DIR PORT BINDIR: the start of a Citus test (tests/client/citus_*.sh,
+# called with its command line): on any major but 15 (SNO_PG_MAJOR) an ok line and exit, Citus
+# built and installed if missing, then cluster_setup.
+citus_test_setup() {
+    if [[ "${SNO_PG_MAJOR:-}" != 15 ]]; then
+        echo "ok: skipped $1.sh: Citus is tested on PostgreSQL 15 only (SNO_PG_MAJOR=${SNO_PG_MAJOR:-unset})"
+        exit 0
+    fi
+    local pgc="$4/pg_config"
+    [[ -x "$pgc" ]] || pgc=/usr/lib/postgresql/15/bin/pg_config
+    citus_ensure "$pgc" || { echo "FAIL: Citus $CITUS_VERSION could not be installed"; exit 1; }
+    cluster_setup "$1" "$3" "$4"
+}
+
 # --- nodes -------------------------------------------------------------------------------------
 
 # citus_node_init NAME: node_init (cluster.bash), and what Citus needs in postgresql.conf

@@ -24,18 +24,9 @@
 # Usage: citus_states.sh SOCKET_DIR PORT BINDIR, with SNO_PG_MAJOR=15 (else skipped).
 set -euo pipefail
 
-if [[ "${SNO_PG_MAJOR:-}" != 15 ]]; then
-    echo "ok: skipped citus_states.sh: Citus is tested on PostgreSQL 15 only (SNO_PG_MAJOR=${SNO_PG_MAJOR:-unset})"
-    exit 0
-fi
-
 # shellcheck source=../citus/citus.bash
 source "$(dirname "${BASH_SOURCE[0]}")/../citus/citus.bash"
-PG_CONFIG="$3/pg_config"
-[[ -x "$PG_CONFIG" ]] || PG_CONFIG=/usr/lib/postgresql/15/bin/pg_config
-citus_ensure "$PG_CONFIG" || { echo "FAIL: Citus $CITUS_VERSION could not be installed"; exit 1; }
-
-cluster_setup citus_states "$2" "$3"
+citus_test_setup citus_states "$@"
 fail=0
 README="$SNO_ROOT/README.md"
 
