@@ -26,11 +26,23 @@ pub const NOT_ACTIVATED: u32 = u32::MAX - 1;
 /// kept: `CREATE EXTENSION citus` may come later in this session.
 static READ: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
 
+/// [`loaded`], looked up once per process: 0 not yet, 1 no, 2 yes.
+static LOADED: core::sync::atomic::AtomicU8 = core::sync::atomic::AtomicU8::new(0);
+
 /// Whether the Citus library is loaded in this server (`shared_preload_libraries`): its
-/// settings exist. Servers without Citus never look further.
+/// settings exist. That cannot change while the server runs, so it is looked up once per
+/// process, and a server without Citus never looks further.
 pub fn loaded() -> bool {
-    // SAFETY: a lookup of a setting by name; `true`: NULL when there is none.
-    !unsafe { pg_sys::GetConfigOption(c"citus.version".as_ptr(), true, false) }.is_null()
+    match LOADED.load(Relaxed) {
+        0 => {
+            // SAFETY: a lookup of a setting by name; `true`: NULL when there is none.
+            let yes = !unsafe { pg_sys::GetConfigOption(c"citus.version".as_ptr(), true, false) }
+                .is_null();
+            LOADED.store(if yes { 2 } else { 1 }, Relaxed);
+            yes
+        }
+        v => v == 2,
+    }
 }
 
 /// What Citus says of this server in the current database; `None` without the citus
@@ -57,15 +69,15 @@ fn local_node() -> Option<Node> {
 /// Reads Citus once per backend and publishes what it found. Whether the server-wide value
 /// changed (the lineage must be judged again).
 pub fn publish(s: &Shared) -> bool {
-    // A standby makes no IDs, and reading Citus's catalog there fails inside Citus (it asks for
-    // a transaction ID): its group is read once it is promoted.
-    // SAFETY: reads a shared flag.
-    // A parallel worker takes the group its leader published (the leader made IDs or read the
-    // view first), and runs no query of its own through Citus's planner.
+    // Cheapest first: a server without Citus stops at `loaded`. A standby makes no IDs, and
+    // reading Citus's catalog there fails inside Citus (it asks for a transaction ID): its group
+    // is read once it is promoted. A parallel worker takes the group its leader published (the
+    // leader made IDs or read the view first), and runs no query through Citus's planner.
+    // SAFETY: plain reads of a shared flag and of a process global.
     if READ.load(Relaxed)
+        || !loaded()
         || unsafe { pg_sys::RecoveryInProgress() }
         || unsafe { pg_sys::ParallelWorkerNumber } >= 0
-        || !loaded()
     {
         return false;
     }
