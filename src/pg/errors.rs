@@ -55,8 +55,9 @@ pub enum Problem<'a> {
     BadStateFile { reason: &'a str },
     /// The state file could not be written.
     WriteFailed(&'a std::io::Error),
-    /// A copy configured with its original's explicit partition.
-    Inherited(u16),
+    /// A copy configured with its original's explicit partition; `maybe_moved` unless the copy
+    /// was seen to be a base backup (a `backup_label` at start), which is never a move.
+    Inherited { partition: u16, maybe_moved: bool },
     /// A copy of a Citus node, started beside it, generating for its original's group.
     CitusCopy(u32),
     /// A Citus node group past the groups that have partitions.
@@ -64,6 +65,9 @@ pub enum Problem<'a> {
     /// Citus is installed but the server is not a node of a cluster yet (its port, for the
     /// HINT).
     CitusNotActivated(i32),
+    /// The wait for the synchronous standbys to confirm the lineage record ending at `lsn` was
+    /// cancelled (query cancel, `statement_timeout`, termination): no ID is handed out.
+    SyncNotConfirmed { lsn: u64 },
     /// A WAL record of the `sno` resource manager that does not decode.
     BadWalRecord,
     /// `sno.sequence_min` / `sno.sequence_max` do not make a usable slice (at server start).
@@ -98,7 +102,7 @@ impl Problem<'_> {
         match self {
             Problem::InvalidText { input, why } => Report::new(
                 Code::ERRCODE_INVALID_TEXT_REPRESENTATION,
-                format!("invalid input syntax for type sno: {}", quoted(input)),
+                format!("invalid input syntax for type sno: {}", quoted_cut(input)),
             )
             .detail(why.to_string()),
             Problem::BinaryLength(n) => Report::new(
@@ -185,12 +189,21 @@ impl Problem<'_> {
             )
             .detail("No ID is made beyond the time recorded in that file.")
             .hint("Check the data directory's free space and permissions."),
-            Problem::Inherited(p) => Report::new(
-                Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-                format!("this server is a copy of one that made IDs with partition {p}"),
-            )
-            .detail(format!("sno.partition is {p} here too; two servers making IDs with one partition could repeat IDs."))
-            .hint("Give this server its own sno.partition, one no other server uses (in postgresql.conf or with ALTER SYSTEM), and reload the configuration."),
+            Problem::Inherited {
+                partition: p,
+                maybe_moved,
+            } => {
+                let r = Report::new(
+                    Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+                    format!("this server is a copy of one that made IDs with partition {p}"),
+                )
+                .detail(format!("sno.partition is {p} here too; two servers making IDs with one partition could repeat IDs."));
+                if *maybe_moved {
+                    r.hint(format!("{COPY_HINT} If instead this data directory was moved or copied while its server was stopped, and the old directory will never be started again, run SELECT sno_generator_initialize(take_over => true); as a superuser."))
+                } else {
+                    r.hint(COPY_HINT)
+                }
+            }
             Problem::CitusCopy(g) => Report::new(
                 Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
                 format!("this server is a copy of a node of Citus group {g}"),
@@ -232,6 +245,16 @@ impl Problem<'_> {
                     "Set sno.sequence_min = {lo} and sno.sequence_max = {hi} (or the bounds your other generators leave free) in postgresql.conf, delete any sno.sequence_min or sno.sequence_max line ALTER SYSTEM left in postgresql.auto.conf (it overrides postgresql.conf), and start the server."
                 ))
             }
+            Problem::SyncNotConfirmed { lsn } => Report::new(
+                Code::ERRCODE_QUERY_CANCELED,
+                "canceling sno_generate: no synchronous standby confirmed the generator's bound",
+            )
+            .detail(format!(
+                "No ID was handed out. The bound covering the next IDs is flushed locally (WAL location {:X}/{:X}), but the wait for the synchronous standbys (synchronous_standby_names) to confirm it was canceled; a standby promoted now could make an ID handed out now again.",
+                lsn >> 32,
+                *lsn as u32
+            ))
+            .hint("Check that a synchronous standby is connected and streaming (SELECT application_name, state, sync_state FROM pg_stat_replication;); sno_generate goes on as soon as one confirms, as commits do."),
             Problem::BadWalRecord => Report::new(
                 Code::ERRCODE_DATA_CORRUPTED,
                 "sno: invalid lineage record in WAL",
@@ -258,14 +281,18 @@ impl Problem<'_> {
             .hint("Check the server's clock (NTP). sno.max_clock_wait sets how long to wait."),
 
             Problem::NewDerivedPartition { lost } => Report::new(
-                Code::ERRCODE_WARNING,
+                Code::ERRCODE_SUCCESSFUL_COMPLETION,
                 format!("sno: {lost}; IDs are now made with a new derived partition, so they cannot repeat earlier ones"),
             ),
             Problem::TookOver {
                 partition,
                 by_take_over,
             } => Report::new(
-                Code::ERRCODE_WARNING,
+                if *by_take_over {
+                    Code::ERRCODE_WARNING
+                } else {
+                    Code::ERRCODE_SUCCESSFUL_COMPLETION
+                },
                 format!(
                     "sno: partition {partition} was used before this server's {}; IDs go on after the last of them this server knows of",
                     if *by_take_over {
@@ -303,6 +330,66 @@ pub fn raise(p: Problem<'_>) -> ! {
 #[inline(never)]
 pub fn warn(p: Problem<'_>) {
     p.report().warn()
+}
+
+/// Messages noted under the shard table's lock, written once it is released
+/// ([`crate::pg::shmem::locked`]): nothing is written to a client or the log while the lock
+/// is held, where a slow client would hold up every generating session.
+struct Deferred(core::cell::RefCell<Vec<(Report, bool)>>);
+// SAFETY: a PostgreSQL backend runs SQL on one thread.
+unsafe impl Sync for Deferred {}
+static DEFERRED: Deferred = Deferred(core::cell::RefCell::new(Vec::new()));
+
+/// Notes a server-level event (a takeover at promotion, a new derived partition after a lost
+/// state file) for the server log only (LOG_SERVER_ONLY): it concerns the server, not the
+/// session whose call happened to notice it.
+#[cold]
+#[inline(never)]
+pub fn log_later(p: Problem<'_>) {
+    DEFERRED.0.borrow_mut().push((p.report(), false));
+}
+
+/// Notes a WARNING for the session that asked for what it reports (an administrator's
+/// `sno_generator_initialize`).
+#[cold]
+#[inline(never)]
+pub fn warn_later(p: Problem<'_>) {
+    DEFERRED.0.borrow_mut().push((p.report(), true));
+}
+
+/// Writes what [`log_later`] and [`warn_later`] noted. Outside the lock.
+#[inline]
+pub fn emit_deferred() {
+    if DEFERRED.0.borrow().is_empty() {
+        return;
+    }
+    let noted: Vec<(Report, bool)> = DEFERRED.0.borrow_mut().drain(..).collect();
+    for (r, to_session) in noted {
+        if to_session {
+            r.warn();
+        } else {
+            r.log_server_only();
+        }
+    }
+}
+
+/// The copy's HINT without the branch for a moved data directory.
+const COPY_HINT: &str = "Give this server its own sno.partition, one no other server uses (in postgresql.conf or with ALTER SYSTEM), and reload the configuration.";
+
+/// A bad text input for a message: whole when short, else its first characters and its
+/// length, so that a mistaken multi-megabyte value does not make a multi-megabyte error
+/// (cut at a character boundary).
+fn quoted_cut(input: &[u8]) -> String {
+    const SHOWN: usize = 40;
+    if input.len() <= SHOWN {
+        return quoted(input);
+    }
+    let text = String::from_utf8_lossy(&input[..SHOWN + 4]);
+    let mut end = SHOWN.min(text.len());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("\"{}...\" ({} bytes)", &text[..end], input.len())
 }
 
 /// The slice `lo..=hi` widened to at least [`MIN_SLICE`] numbers within 0..=65535.

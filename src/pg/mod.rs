@@ -55,6 +55,13 @@ mod tests;
 /// but the generator work, and `sno_generate` explains what to add to postgresql.conf.
 #[pgrx::pg_guard]
 pub extern "C-unwind" fn _PG_init() {
+    // An error's DETAIL is for the DBA: pgrx appends a Rust backtrace to it when one is
+    // captured, which RUST_BACKTRACE=1 in the server's environment turns on. Backtraces stay
+    // off for errors unless RUST_LIB_BACKTRACE asks for them explicitly.
+    if std::env::var_os("RUST_LIB_BACKTRACE").is_none() {
+        std::env::set_var("RUST_LIB_BACKTRACE", "0");
+    }
+    wal::init_hooks();
     gucs::init();
     planner::init();
     // SAFETY: plain read of a server global.

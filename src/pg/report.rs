@@ -63,9 +63,15 @@ impl Report {
         self.emit(PgLogLevel::WARNING);
     }
 
-    /// Writes it to the server log only (LOG).
+    /// Writes it to the server log (LOG; sent to a client only with client_min_messages at
+    /// log or lower).
     pub fn log(self) {
         self.emit(PgLogLevel::LOG);
+    }
+
+    /// Writes it to the server log only, never to a client (LOG_SERVER_ONLY).
+    pub fn log_server_only(self) {
+        self.emit(PgLogLevel::LOG_SERVER_ONLY);
     }
 
     /// Reports the error softly when the caller asked for that (PostgreSQL 16+'s

@@ -58,6 +58,14 @@ pub struct Shared {
     pub derived_partition: AtomicU32,
     /// The partition judged for use (what `sno_generate` writes); changed under `lock`.
     pub partition: AtomicU32,
+    /// `sno.partition` as the postmaster last read it (at start and at each reload, before it
+    /// signals any other process): what every judgment uses, so that a reload reaches the
+    /// backends in the middle of a statement too, which read their own copy of the setting
+    /// only between statements ([`crate::pg::gucs`]).
+    pub configured: AtomicI32,
+    /// This data directory was found at start-up to be a base backup (it had a
+    /// `backup_label`): never a data directory moved while its server was stopped.
+    pub base_backup: AtomicBool,
     /// What a backend last read of this server in Citus's catalog ([`crate::pg::citus`]).
     pub citus_node: AtomicU32,
     /// The Citus group `partition` was judged for ([`NO_GROUP`] when it was not a group's);
@@ -179,11 +187,27 @@ pub fn slots(s: &'static Shared) -> &'static [Slot] {
 
 /// Runs `f` on the guarded state under the LWLock. An error raised inside `f` (by
 /// PostgreSQL's WAL insertion) releases the lock through the transaction abort.
+/// What `f` noted for the server log ([`errors::log_later`]) is written after the lock is
+/// released.
 pub fn locked<R>(s: &'static Shared, f: impl FnOnce(&mut Guarded) -> R) -> R {
     // SAFETY: the lock protects the cell.
-    unsafe {
+    let r = unsafe {
         pg_sys::LWLockAcquire(s.lock, pg_sys::LWLockMode::LW_EXCLUSIVE);
         let r = f(&mut *s.guarded.get());
+        pg_sys::LWLockRelease(s.lock);
+        r
+    };
+    errors::emit_deferred();
+    r
+}
+
+/// A copy of what `f` reads of the guarded state, under the LWLock in shared mode: for the
+/// monitoring functions, which must not hold up `sno_generate` (nor each other).
+pub fn read<R>(s: &'static Shared, f: impl FnOnce(&Guarded) -> R) -> R {
+    // SAFETY: the lock protects the cell; shared mode: nobody writes it meanwhile.
+    unsafe {
+        pg_sys::LWLockAcquire(s.lock, pg_sys::LWLockMode::LW_SHARED);
+        let r = f(&*s.guarded.get());
         pg_sys::LWLockRelease(s.lock);
         r
     }
@@ -355,8 +379,12 @@ pub fn set_lineage(s: &Shared, g: &mut Guarded, st: State) {
     );
 }
 
+/// Records why the state file is unusable (cut to the buffer at a character boundary).
 pub fn set_reason(s: &mut Shared, why: &str) {
-    let n = why.len().min(s.reason.len());
+    let mut n = why.len().min(s.reason.len());
+    while !why.is_char_boundary(n) {
+        n -= 1;
+    }
     s.reason[..n].copy_from_slice(&why.as_bytes()[..n]);
     s.reason_len = n as u32;
     s.state.store(STATE_BROKEN, Ordering::Relaxed);
@@ -384,6 +412,7 @@ fn restore_state(s: &mut Shared) {
                 st.timeline = crate::generator::lineage::UPGRADED;
                 st.at_start(true, inode, draw(), 0);
             } else if st.at_start(backup_label, inode, draw(), start_timeline()) {
+                s.base_backup.store(backup_label, Ordering::Relaxed);
                 pgrx::log!(
                     "sno: this data directory is a copy ({}): it is a new incarnation, judged when it first makes IDs",
                     if backup_label { "it has a backup_label" } else { "global/pg_control is another file than the one the state was written for" }
@@ -441,13 +470,26 @@ fn restore_state(s: &mut Shared) {
     }
 }
 
+/// `AddinShmemInitLock`, found by its name among PostgreSQL's individual LWLocks (a macro for
+/// `&MainLWLockArray[N].lock` in C, which bindings do not carry).
+unsafe fn addin_shmem_init_lock() -> *mut pg_sys::LWLock {
+    // The individual locks come first in MainLWLockArray, their tranche IDs equal to their
+    // index; there are fewer than 100 of them in every supported major.
+    for i in 0..100u16 {
+        let name = pg_sys::GetLWLockIdentifier(pg_sys::PG_WAIT_LWLOCK, i);
+        if !name.is_null() && core::ffi::CStr::from_ptr(name) == c"AddinShmemInit" {
+            return &raw mut (*pg_sys::MainLWLockArray.add(usize::from(i))).lock;
+        }
+    }
+    pgrx::error!("sno: PostgreSQL has no AddinShmemInitLock");
+}
+
 #[pg_guard]
 unsafe extern "C-unwind" fn on_startup() {
     if let Some(prev) = PREV_STARTUP {
         prev();
     }
-    // AddinShmemInitLock is MainLWLockArray[21] (lwlocknames.txt).
-    let init_lock = &raw mut (*pg_sys::MainLWLockArray.add(21)).lock;
+    let init_lock = addin_shmem_init_lock();
     pg_sys::LWLockAcquire(init_lock, pg_sys::LWLockMode::LW_EXCLUSIVE);
     let mut found = false;
     let size = segment_size();
@@ -478,6 +520,8 @@ unsafe extern "C-unwind" fn on_startup() {
             system_identifier: sysid,
             derived_partition: AtomicU32::new(0),
             partition: AtomicU32::new(0),
+            configured: AtomicI32::new(crate::pg::gucs::partition_setting()),
+            base_backup: AtomicBool::new(false),
             citus_node: AtomicU32::new(crate::pg::citus::UNREAD),
             citus_group: AtomicU32::new(NO_GROUP),
             full_unit_stalls: AtomicU64::new(0),

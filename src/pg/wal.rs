@@ -74,16 +74,73 @@ pub fn flush(lsn: u64) {
 /// Flushes WAL up to `lsn` (the end of a lineage record) and waits for synchronous standbys to
 /// confirm it, as a commit does: what `nextval()` gets by assigning a transaction ID. Called
 /// outside the shard table's lock, once per backend and record (about once a second: each
-/// record starts a new epoch, which sends every backend through the slow path once).
-/// Parallel workers only flush (their leader's commit does the waiting for the rows it writes).
+/// record starts a new epoch, which sends every backend through the slow path once), by
+/// parallel workers too (a read-only query's leader commits nothing, so nothing else would
+/// wait for the IDs its workers make).
+///
+/// The wait ends like a commit's (a query cancel, `statement_timeout`, termination), but where
+/// a commit then goes on (its transaction is committed locally), an ID must not: the bound it
+/// needs is not confirmed, and a standby promoted now could make it again. So a cancelled wait
+/// raises [`Problem::SyncNotConfirmed`] (SQLSTATE 57014, as for any cancel), and
+/// PostgreSQL's WARNING about a transaction "already committed locally", which is not what
+/// happened here, goes to the server log only.
 pub fn make_durable(lsn: u64) {
-    // SAFETY: plain calls outside any critical section; the wait can be cancelled like a
-    // commit's (it then warns and returns).
+    // SAFETY: plain calls outside any critical section.
+    unsafe { pg_sys::XLogFlush(lsn) };
+    SYNC_WAIT.with(|w| w.set(Wait::Waiting));
+    // SAFETY: as a commit calls it; it returns when the standbys confirmed `lsn`, when there
+    // are none to wait for, or after a cancel or termination (with a WARNING, see below). The
+    // WARNING reaches the hook only if it is logged somewhere: during the wait the server log
+    // takes warnings whatever log_min_messages says (a cancelled wait is worth a line there).
     unsafe {
-        pg_sys::XLogFlush(lsn);
-        if pg_sys::ParallelWorkerNumber < 0 {
-            pg_sys::SyncRepWaitForLSN(lsn, false);
+        let level = pg_sys::log_min_messages;
+        if level > pg_sys::WARNING as i32 {
+            pg_sys::log_min_messages = pg_sys::WARNING as i32;
         }
+        pg_sys::SyncRepWaitForLSN(lsn, false);
+        pg_sys::log_min_messages = level;
+    }
+    let cancelled = SYNC_WAIT.with(|w| w.replace(Wait::Idle)) == Wait::Cancelled;
+    // SAFETY: plain reads of process globals.
+    if cancelled || unsafe { pg_sys::ProcDiePending != 0 } {
+        errors::raise(Problem::SyncNotConfirmed { lsn });
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Wait {
+    Idle,
+    Waiting,
+    Cancelled,
+}
+
+std::thread_local! {
+    /// Whether this process is in [`make_durable`]'s wait, and whether the wait was cancelled.
+    static SYNC_WAIT: core::cell::Cell<Wait> = const { core::cell::Cell::new(Wait::Idle) };
+}
+
+static mut PREV_EMIT_LOG_HOOK: pg_sys::emit_log_hook_type = None;
+
+/// Installs the hook that tells a cancelled wait in [`make_durable`]: `SyncRepWaitForLSN`
+/// reports nothing but the WARNING it gives when a cancel or termination ends its wait. Called
+/// from `_PG_init`.
+pub fn init_hooks() {
+    // SAFETY: _PG_init, before any query; the previous hook is chained.
+    unsafe {
+        PREV_EMIT_LOG_HOOK = pg_sys::emit_log_hook;
+        pg_sys::emit_log_hook = Some(on_emit_log);
+    }
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn on_emit_log(edata: *mut pg_sys::ErrorData) {
+    if (*edata).elevel == pg_sys::WARNING as i32 && SYNC_WAIT.with(|w| w.get()) == Wait::Waiting {
+        SYNC_WAIT.with(|w| w.set(Wait::Cancelled));
+        // The server log keeps it; the client gets sno's ERROR instead.
+        (*edata).output_to_client = false;
+    }
+    if let Some(prev) = PREV_EMIT_LOG_HOOK {
+        prev(edata);
     }
 }
 

@@ -65,7 +65,7 @@ pub(super) fn judge(
         } else {
             format!("the generator state file was unusable ({})", s.reason())
         };
-        errors::warn(Problem::NewDerivedPartition { lost: &lost });
+        errors::log_later(Problem::NewDerivedPartition { lost: &lost });
     }
     let key = (timeline, source_key(source));
     if g.judged == key && !g.lineage.copied && !take_over {
@@ -88,10 +88,16 @@ pub(super) fn judge(
             shmem::new_epoch(s);
             g.judged = key;
             if j.took_over {
-                errors::warn(Problem::TookOver {
+                let p = Problem::TookOver {
                     partition: j.partition,
                     by_take_over: take_over,
-                });
+                };
+                // At a promotion it is the server's news, not the session's that noticed it.
+                if take_over {
+                    errors::warn_later(p);
+                } else {
+                    errors::log_later(p);
+                }
             }
             Ok(())
         }
@@ -242,7 +248,10 @@ pub fn replay(s: &'static Shared, rec: &crate::generator::state_file::Record) {
 /// Why the lineage's judgment refused: the error a DBA can act on.
 pub(super) fn raise_refusal(r: Refusal) -> ! {
     errors::raise(match r {
-        Refusal::Inherited(p) => Problem::Inherited(p),
+        Refusal::Inherited(p) => Problem::Inherited {
+            partition: p,
+            maybe_moved: !shmem::shared().is_some_and(|s| s.base_backup.load(Relaxed)),
+        },
         Refusal::CitusCopy(g) => Problem::CitusCopy(g),
         Refusal::CitusGroupTooLarge(g) => Problem::CitusGroupTooLarge(g),
         // SAFETY: plain read of a server global.
@@ -340,7 +349,7 @@ pub(super) fn generator_initialize(
                     if !force {
                         return Err(SlowError::State(shmem::STATE_BROKEN));
                     }
-                    errors::warn(Problem::ReplacingStateFile {
+                    errors::warn_later(Problem::ReplacingStateFile {
                         reason: &e.to_string(),
                     });
                     g.dirty = true;

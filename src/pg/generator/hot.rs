@@ -10,7 +10,7 @@ use crate::pg::fmgr::{arg_i32, finfo_v1, sno_datum};
 use crate::pg::gucs;
 use crate::pg::shmem::{self, Shared, Slot};
 use core::cell::UnsafeCell;
-use core::sync::atomic::Ordering::Relaxed;
+use core::sync::atomic::Ordering::{Acquire, Relaxed};
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 
@@ -171,6 +171,10 @@ pub(super) fn generate_slow(b: &mut Backend, meta: u8) -> Sno {
         let mut renew = false;
         let mut tick = 0;
         let grant = shmem::locked(s, |g| {
+            // The epoch before the judgment reads the configured partition: a reload that
+            // publishes a new one (and then a new epoch) after this read sends this backend
+            // through here again before its next ID (gucs::assign_partition).
+            let epoch = s.epoch.load(Acquire);
             judge(s, g, timeline, false)?;
             now = clock_units();
             if now == OUT_OF_RANGE {
@@ -187,7 +191,9 @@ pub(super) fn generate_slow(b: &mut Backend, meta: u8) -> Sno {
                     }
                 }
                 b.partition = s.partition.load(Relaxed) as u16;
-                b.epoch = s.epoch.load(Relaxed);
+                // If the judgment started a new epoch, this one is already past: the next
+                // call comes back here once, and the judgment is then a no-op.
+                b.epoch = epoch;
                 // Renewed by the worker ahead of need, outside both locks.
                 renew = g.timeline.due(HORIZON_AHEAD, HORIZON_MARGIN).is_some();
             }

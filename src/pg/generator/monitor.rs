@@ -41,7 +41,7 @@ pub(super) fn generator_info() -> TableIterator<
 > {
     let s = shared_or_raise();
     refresh_citus(s);
-    let (tl, opened) = shmem::locked(s, |g| (g.timeline, g.units_opened));
+    let (tl, opened) = shmem::read(s, |g| (g.timeline, g.units_opened));
     let (partition, source) = effective_partition(s);
     let slots = shmem::slots(s);
     let live: u64 = slots
@@ -97,7 +97,7 @@ pub(super) fn sno_generator_slice() -> TableIterator<
         name!(ids_per_unit, i32),
     ),
 > {
-    let slice = shmem::locked(shared_or_raise(), |g| g.timeline.slice);
+    let slice = shmem::read(shared_or_raise(), |g| g.timeline.slice);
     TableIterator::once((slice.min as i32, slice.max as i32, slice.capacity() as i32))
 }
 
@@ -149,7 +149,7 @@ pub(super) fn sno_generator_lineage() -> TableIterator<
     ),
 > {
     let s = shared_or_raise();
-    let st = shmem::locked(s, |g| g.lineage);
+    let st = shmem::read(s, |g| g.lineage);
     let ts = |u: i64| {
         (u >= 0)
             .then(|| TimestampWithTimeZone::try_from(units_to_pg_micros(u as u64)).ok())
