@@ -73,7 +73,7 @@ as_pg() { sudo -u postgres "$@"; }
 
 CL_FAKETIME=/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1
 SNO_WORK="${SNO_WORK:-/tmp/sno-work}"
-declare -gA CL_PORT=() CL_CMDLINE=() CL_BIN=() CL_CLOCK=()
+declare -gA CL_PORT=() CL_CMDLINE=() CL_BIN=() CL_CLOCK=() CL_ENV=()
 CL_NODES=()
 # Explicit partitions given to any node with node_cmdline (cluster.bash never hands them out).
 CL_CLAIMED=()
@@ -240,6 +240,10 @@ node_start() {
         if [[ "${CL_CLOCK[$name]}" == cache ]]; then env+=(FAKETIME_CACHE_DURATION=1); else env+=(FAKETIME_NO_CACHE=1); fi
         ;;
     esac
+    # Extra environment of the server (CL_ENV[NAME]: space-separated KEY=VALUE words).
+    local extra=()
+    [[ -n "${CL_ENV[$name]:-}" ]] && read -ra extra <<<"${CL_ENV[$name]}"
+    env+=("${extra[@]}")
     if ! as_pg env "${env[@]}" "${CL_BIN[$name]}/pg_ctl" -D "$(node_data "$name")" -l "$(node_log "$name")" \
         -w -t 120 -o "$opts" start >/dev/null 2>&1; then
         echo "FAIL: $name did not start; its log ends with:"
