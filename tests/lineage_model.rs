@@ -100,13 +100,14 @@
 //! started and not yet passed by the worker: nothing links the two settings; such copies'
 //! repeated IDs are counted in `dups_unrecorded`); an explicit partition equal to a derived
 //! one; full 4 ms units
-//! (65,536 IDs); failures to write the state file; a lineage table of more than
-//! `MAX_ENTRIES` partitions (never reached here); WAL shipped to a standby before it is
-//! flushed.
+//! (65,536 IDs); failures to write the state file; WAL shipped to a standby before it is
+//! flushed. A lineage that uses more partitions than its table holds (`MAX_ENTRIES`) is made
+//! by bursts of `sno.partition` changes ([`Ev::Burst`]): what leaves the table must stay
+//! known (refusals, draws, files and records).
 
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
-use sno::generator::lineage::{start_timeline, ticks, Refusal, State, UPGRADED};
+use sno::generator::lineage::{start_timeline, ticks, Refusal, State, MAX_ENTRIES, UPGRADED};
 use sno::generator::state_file::{decode, decode_record, encode, encode_record, Persisted};
 use sno::generator::timeline::{derived_partition, Cursor, Grant, Slice, Timeline};
 use sno::id::layout::{Sno, MAX_UNITS};
@@ -203,6 +204,10 @@ enum Ev {
     Initialize { s: u8, force: bool },
     /// `sno.partition` changes (and the configuration is reloaded).
     SetPartition { s: u8, choice: u8 },
+    /// A running primary is given `MAX_ENTRIES + n % 16` new explicit partitions in turn,
+    /// each recorded by the worker and used for an ID, then its setting back: more partitions
+    /// than its lineage table holds (not in `Mode::Derived`; at most two a case).
+    Burst { s: u8, n: u8 },
     /// A server is stopped for good.
     Retire { s: u8 },
     /// The `sno lineage` background worker's pass (at start, at a reload, once a second).
@@ -243,6 +248,10 @@ struct Stats {
     put_backs: u64,
     colliding_draws: u64,
     max_entries: u64,
+    /// The most partitions a written state knew (with an entry or not).
+    max_known: u64,
+    /// Bursts of `sno.partition` changes.
+    bursts: u64,
     /// Lineage records replayed by crash recovery with no usable state: learnt in memory only.
     learnt_in_memory: u64,
     /// Partitions a put-back file says are this server's, merged as its own at adoption.
@@ -292,6 +301,8 @@ impl Stats {
         self.stale_refusals += o.stale_refusals;
         self.dups_unrecorded += o.dups_unrecorded;
         self.max_entries = self.max_entries.max(o.max_entries);
+        self.max_known = self.max_known.max(o.max_known);
+        self.bursts += o.bursts;
     }
 }
 
@@ -654,10 +665,12 @@ impl Draw {
     }
 }
 
-/// The derived partitions a state knows.
+/// The derived partitions a state knows (with an entry or not).
 fn derived_targets(st: &State) -> Vec<u16> {
     st.entries()
         .iter()
+        .copied()
+        .chain(st.folded())
         .map(|e| e.partition)
         .filter(|&p| p >= EXPLICIT_LIMIT)
         .collect()
@@ -937,6 +950,8 @@ impl World {
         s.last_good = Some(f);
         s.mem.live = Some(ver);
         self.stats.max_entries = self.stats.max_entries.max(u64::from(st.len));
+        let known = st.entries().len() + st.folded().count();
+        self.stats.max_known = self.stats.max_known.max(known as u64);
         self.remember(x);
     }
 
@@ -1129,8 +1144,8 @@ impl World {
     fn claim(&mut self, x: usize, p: u16, pre: &State) -> usize {
         let was_mine = pre.is_mine(p);
         // The first judgment of a copy's setting: unrecorded if its state never heard of it.
-        let unrecorded = self.servers[x].unrecorded == Some(p)
-            && !pre.entries().iter().any(|e| e.partition == p);
+        let unrecorded =
+            self.servers[x].unrecorded == Some(p) && !pre.is_mine(p) && pre.others(p).is_none();
         if self.servers[x].unrecorded == Some(p) {
             self.servers[x].unrecorded = None;
         }
@@ -1519,17 +1534,10 @@ impl World {
                 }
                 // What WAL replay taught the memory: a partition the file says is this
                 // server's stays its own (crash recovery replayed its own records).
-                let mut adopted_mine = 0;
+                // (`State::learn`: the entries, and what left the memory's table.)
                 let s = &mut self.servers[x];
-                for e in s.mem.st.entries() {
-                    let mine = f.is_mine(e.partition);
-                    f.note(e.partition, mine, e.bound);
-                    if mine {
-                        f.written(e.bound);
-                        adopted_mine += 1;
-                    }
-                }
-                self.stats.adopted_mine += adopted_mine;
+                let adopted_mine = f.learn(&s.mem.st);
+                self.stats.adopted_mine += adopted_mine as u64;
                 let s = &mut self.servers[x];
                 s.mem.tl.close(&s.mem.cursor);
                 s.mem.epoch += 1;
@@ -2039,14 +2047,14 @@ impl World {
                             0 => None,
                             1 => Some(self.never_used()),
                             _ => {
+                                // Any of its own, with an entry or not.
                                 let s = &self.servers[x];
                                 let mine: Vec<u16> = s
                                     .mem
                                     .st
-                                    .entries()
+                                    .used_by_me
                                     .iter()
-                                    .filter(|e| e.mine && e.partition < EXPLICIT_LIMIT)
-                                    .map(|e| e.partition)
+                                    .filter(|&p| p < EXPLICIT_LIMIT)
                                     .collect();
                                 if s.running && !mine.is_empty() {
                                     Some(mine[choice as usize % mine.len()])
@@ -2069,6 +2077,7 @@ impl World {
                     self.settle(x);
                 }
             }
+            Ev::Burst { s, n } => self.burst(s, n),
             Ev::Retire { s } => {
                 if let Some(x) = self.pick(s, |v| !v.retired) {
                     self.stop(x);
@@ -2076,6 +2085,43 @@ impl World {
                 }
             }
         }
+    }
+
+    /// [`Ev::Burst`]: `sno.partition` set on a running primary to many new partitions in turn
+    /// (each reload wakes the worker, which records it), an ID made with each, then the
+    /// setting it had.
+    fn burst(&mut self, s: u8, n: u8) {
+        // At most two a case: each is many judgments and writes.
+        let count = MAX_ENTRIES as u16 + u16::from(n % 16);
+        let room = self.next_explicit + count + 50 <= EXPLICIT_LIMIT;
+        if self.mode == Mode::Derived || !room || self.stats.bursts >= 2 {
+            return;
+        }
+        let ok = |v: &Server| v.running && v.upstream.is_none() && !v.retired;
+        let Some(x) = self.pick(s, ok) else {
+            return;
+        };
+        if self.servers[x].mem.status != Status::Ready {
+            return;
+        }
+        // Its setting judged first (a promotion takes its partition over now), so that going
+        // back to it is going back to its own.
+        if self.judge(x, false).is_err() {
+            return;
+        }
+        if self.servers[x].mem.dirty {
+            self.persist(x);
+        }
+        self.stats.bursts += 1;
+        let before = self.servers[x].configured;
+        for _ in 0..count {
+            let p = self.never_used();
+            self.configure(x, Some(p));
+            self.settle(x);
+            self.generate(x, 0, 1, true);
+        }
+        self.configure(x, before);
+        self.settle(x);
     }
 
     /// pg_rewind of the old primary picked by `s` from a running primary of the same cluster
@@ -2309,6 +2355,7 @@ fn ev() -> impl Strategy<Value = Ev> {
         1 => (s, any::<u8>()).prop_map(|(s, older)| Ev::PutBack { s, older }),
         1 => (s, any::<bool>()).prop_map(|(s, force)| Ev::Initialize { s, force }),
         1 => (s, any::<u8>()).prop_map(|(s, choice)| Ev::SetPartition { s, choice }),
+        1 => (s, any::<u8>()).prop_map(|(s, n)| Ev::Burst { s, n }),
         1 => s.prop_map(|s| Ev::Retire { s }),
         2 => s.prop_map(|s| Ev::Settle { s }),
     ]

@@ -32,14 +32,123 @@
 //!   - on a copy on the same timeline (a clone meant to run beside its original): refused
 //!     ([`Refusal::Inherited`]) until the server gets its own partition, or an administrator
 //!     says the original will never make IDs again (`force`).
+//!
+//! The table holds [`MAX_ENTRIES`] entries; a lineage may use more partitions (a server given
+//! many `sno.partition` values in turn, many promotions and copies, many Citus generations).
+//! What is never forgotten, at any size, is *which* partitions were used and by whom: two
+//! fixed bitmaps of all 65,536 partitions ([`State::used_by_others`], [`State::used_by_me`])
+//! hold every partition the lineage used, whether or not it still has an entry. Only bounds
+//! are folded: an entry that must leave the table gives its bound to [`State::retired`], and
+//! a partition known without an entry is treated as used within that bound (one of this
+//! incarnation's, within [`State::me`]). So a partition used by another member of the lineage
+//! is refused to a copy, avoided by a derived draw and counted as a used Citus generation
+//! exactly as if its entry were still there (its bound, for a takeover, is the retired one,
+//! which covers it): a folded partition is never handed out as unused, and a server is never
+//! refused a partition its own incarnation used.
 
 use crate::generator::citus::{self, Node, Source};
 use crate::generator::state_file::Persisted;
 use crate::generator::timeline::derived_partition;
 
-/// How many partitions the table remembers. Past that, the entries with the oldest bounds are
-/// folded into [`State::retired`], a bound applied to every partition.
+/// How many partitions the table holds with a bound of their own. Past that, an entry leaves
+/// the table and its bound is folded into [`State::retired`], a bound applied to every
+/// partition; the partition itself stays known (see [`Partitions`]).
 pub const MAX_ENTRIES: usize = 64;
+
+/// How many partitions there are.
+pub const PARTITIONS: usize = 1 << 16;
+
+const WORDS: usize = PARTITIONS / 64;
+
+/// A set of partitions: a fixed bitmap of all 65,536 (8 KiB), so that it can live in shared
+/// memory and nothing is ever dropped from it.
+#[repr(C)]
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct Partitions {
+    bits: [u64; WORDS],
+}
+
+impl Partitions {
+    /// The empty set.
+    pub const NONE: Partitions = Partitions { bits: [0; WORDS] };
+
+    /// Whether `p` is in the set.
+    #[inline]
+    pub fn contains(&self, p: u16) -> bool {
+        self.bits[p as usize / 64] & (1u64 << (p % 64)) != 0
+    }
+
+    /// Adds `p`.
+    #[inline]
+    pub fn insert(&mut self, p: u16) {
+        self.bits[p as usize / 64] |= 1u64 << (p % 64);
+    }
+
+    /// Removes `p`.
+    #[inline]
+    pub fn remove(&mut self, p: u16) {
+        self.bits[p as usize / 64] &= !(1u64 << (p % 64));
+    }
+
+    /// Adds every partition of `other`.
+    pub fn union(&mut self, other: &Partitions) {
+        for (a, b) in self.bits.iter_mut().zip(other.bits.iter()) {
+            *a |= b;
+        }
+    }
+
+    /// How many partitions the set holds.
+    pub fn len(&self) -> usize {
+        self.bits.iter().map(|w| w.count_ones() as usize).sum()
+    }
+
+    /// Whether the set is empty.
+    pub fn is_empty(&self) -> bool {
+        self.bits.iter().all(|&w| w == 0)
+    }
+
+    /// The partitions, in ascending order.
+    pub fn iter(&self) -> impl Iterator<Item = u16> + '_ {
+        self.bits.iter().enumerate().flat_map(|(i, &w)| {
+            let mut w = w;
+            core::iter::from_fn(move || {
+                (w != 0).then(|| {
+                    let b = w.trailing_zeros();
+                    w &= w - 1;
+                    (i * 64) as u16 + b as u16
+                })
+            })
+        })
+    }
+
+    /// The set as ascending, disjoint, non-adjacent ranges `(first, last)`.
+    pub fn ranges(&self) -> impl Iterator<Item = (u16, u16)> + '_ {
+        let mut it = self.iter().peekable();
+        core::iter::from_fn(move || {
+            let first = it.next()?;
+            let mut last = first;
+            while it.peek() == Some(&last.wrapping_add(1)) && last != u16::MAX {
+                last = it.next().unwrap_or(last);
+            }
+            Some((first, last))
+        })
+    }
+}
+
+impl core::fmt::Debug for Partitions {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("{")?;
+        for (i, (a, b)) in self.ranges().enumerate() {
+            let sep = if i == 0 { "" } else { "," };
+            if a == b {
+                write!(f, "{sep}{a}")?;
+            } else {
+                write!(f, "{sep}{a}-{b}")?;
+            }
+        }
+        f.write_str("}")
+    }
+}
 
 /// One partition used in the lineage.
 #[repr(C)]
@@ -97,12 +206,20 @@ pub struct State {
     pub citus_group: u32,
     /// This incarnation's own timeline, as last written: every ID it made is within it.
     pub me: Persisted,
-    /// A bound on the IDs of every partition whose entry had to be dropped.
+    /// A bound on the IDs of every partition whose entry had to leave the table.
     pub retired: Persisted,
     /// Number of entries in use.
     pub len: u32,
     /// The entries (the first `len`).
     pub entries: [Entry; MAX_ENTRIES],
+    /// Every partition another member of the lineage used: those of the entries that are not
+    /// `mine`, and those whose entries left the table (their IDs are within
+    /// [`State::retired`]).
+    pub used_by_others: Partitions,
+    /// Every partition this incarnation used: those of the `mine` entries, and those whose
+    /// entries left the table (their IDs are within [`State::me`], which covers every ID of
+    /// this incarnation).
+    pub used_by_me: Partitions,
 }
 
 /// Why `sno_generate` may not go on.
@@ -183,6 +300,8 @@ impl State {
             retired: NOTHING,
             len: 0,
             entries: [UNUSED; MAX_ENTRIES],
+            used_by_others: Partitions::NONE,
+            used_by_me: Partitions::NONE,
         }
     }
 
@@ -197,25 +316,21 @@ impl State {
             .position(|e| e.partition == partition && e.mine == mine)
     }
 
-    /// Records that `partition` was used (by this incarnation when `mine`) within `bound`.
+    /// Records that `partition` was used (by this incarnation when `mine`) within `bound`. The
+    /// partition gets an entry (the table holds the partitions noted last); when the table is
+    /// full, another entry leaves it ([`State::fold`]), its partition staying known.
     pub fn note(&mut self, partition: u16, mine: bool, bound: Persisted) {
+        if mine {
+            self.used_by_me.insert(partition);
+        } else {
+            self.used_by_others.insert(partition);
+        }
         if let Some(i) = self.find(partition, mine) {
             self.entries[i].bound = merge(self.entries[i].bound, bound);
             return;
         }
         if self.len as usize == MAX_ENTRIES {
-            // Fold the entry whose IDs are oldest into the bound every partition respects.
-            let (i, _) = self
-                .entries()
-                .iter()
-                .enumerate()
-                .filter(|(_, e)| !e.mine)
-                .min_by_key(|(_, e)| ticks(&e.bound)[0].max(ticks(&e.bound)[1]))
-                .unwrap_or((0, &self.entries[0]));
-            self.retired = merge(self.retired, self.entries[i].bound);
-            self.entries[i] = self.entries[self.len as usize - 1];
-            self.len -= 1;
-            self.entries[self.len as usize] = UNUSED;
+            self.fold();
         }
         self.entries[self.len as usize] = Entry {
             partition,
@@ -225,14 +340,117 @@ impl State {
         self.len += 1;
     }
 
-    /// Whether this incarnation used `partition`.
-    pub fn is_mine(&self, partition: u16) -> bool {
-        self.find(partition, true).is_some()
+    /// Makes room in the full table. Its partition stays in [`State::used_by_others`] or
+    /// [`State::used_by_me`]; only its bound leaves. The entry chosen is one that loses
+    /// nothing if there is one (this incarnation's, within [`State::me`]), else the one
+    /// whose IDs are oldest: its bound goes into [`State::retired`], which every judgment
+    /// absorbs, so the oldest keeps that bound low.
+    fn fold(&mut self) {
+        let me = self.me;
+        let key = |e: &Entry| {
+            let lossless = e.mine && merge(me, e.bound) == me;
+            let t = ticks(&e.bound);
+            (!lossless, t[0].max(t[1]), e.mine)
+        };
+        let i = (0..self.len as usize)
+            .min_by_key(|&i| key(&self.entries[i]))
+            .unwrap_or(0);
+        let e = self.entries[i];
+        if !(e.mine && merge(me, e.bound) == me) {
+            self.retired = merge(self.retired, e.bound);
+        }
+        self.entries[i] = self.entries[self.len as usize - 1];
+        self.len -= 1;
+        self.entries[self.len as usize] = UNUSED;
     }
 
-    /// The bound on what others made with `partition`, if any did.
+    /// Whether this incarnation used `partition`.
+    pub fn is_mine(&self, partition: u16) -> bool {
+        self.used_by_me.contains(partition)
+    }
+
+    /// The bound on what others made with `partition`, if any did: its entry's, or for a
+    /// partition whose entry left the table, the retired bound (which covers it).
     pub fn others(&self, partition: u16) -> Option<Persisted> {
-        self.find(partition, false).map(|i| self.entries[i].bound)
+        match self.find(partition, false) {
+            Some(i) => Some(self.entries[i].bound),
+            None => self
+                .used_by_others
+                .contains(partition)
+                .then_some(self.retired),
+        }
+    }
+
+    /// The partitions known without an entry (they left the table), as entries: another
+    /// member's within [`State::retired`], this incarnation's within [`State::me`]. With
+    /// [`State::entries`], every partition the lineage used.
+    pub fn folded(&self) -> impl Iterator<Item = Entry> + '_ {
+        let (retired, me) = (self.retired, self.me);
+        let mine = self
+            .used_by_me
+            .iter()
+            .filter(|&p| self.find(p, true).is_none())
+            .map(move |partition| Entry {
+                partition,
+                mine: true,
+                bound: me,
+            });
+        let others = self
+            .used_by_others
+            .iter()
+            .filter(|&p| self.find(p, false).is_none())
+            .map(move |partition| Entry {
+                partition,
+                mine: false,
+                bound: retired,
+            });
+        mine.chain(others)
+    }
+
+    /// Whether a partition of this incarnation has no entry.
+    fn folded_mine(&self) -> bool {
+        self.used_by_me.len() > self.entries().iter().filter(|e| e.mine).count()
+    }
+
+    /// Merges in what `other`, another state of this same data directory, knows (what WAL
+    /// replay taught the server in memory while it had no usable state file, when a file is
+    /// adopted): a partition this state says is this incarnation's stays its own, with the
+    /// later bound; every other one is another member's. Unlike a loop over
+    /// [`State::entries`], it also carries the partitions that left `other`'s table and their
+    /// bound. Returns how many of `other`'s partitions were taken as this incarnation's.
+    pub fn learn(&mut self, other: &State) -> usize {
+        let mut adopted = 0;
+        for e in other.entries() {
+            let mine = self.is_mine(e.partition);
+            self.note(e.partition, mine, e.bound);
+            if mine {
+                self.written(e.bound);
+                adopted += 1;
+            }
+        }
+        // Without an entry, `other`'s partitions are within its retired bound, its own ones
+        // within its `me`: noted here without an entry, within the same bound.
+        let bound = if other.folded_mine() {
+            merge(other.retired, other.me)
+        } else {
+            other.retired
+        };
+        let mut any = false;
+        for e in other.folded() {
+            if self.is_mine(e.partition) {
+                self.written(bound);
+                adopted += 1;
+            } else if self.find(e.partition, false).is_some() {
+                self.note(e.partition, false, bound);
+            } else {
+                self.used_by_others.insert(e.partition);
+                any = true;
+            }
+        }
+        if any {
+            self.retired = merge(self.retired, bound);
+        }
+        adopted
     }
 
     /// This incarnation's timeline is now durably `me`: every partition it used is bounded
@@ -250,6 +468,14 @@ impl State {
     /// Starts a new incarnation: what this one made becomes others'.
     fn become_new(&mut self, incarnation: u64) {
         let me = self.me;
+        // This incarnation's partitions without an entry become others' without an entry:
+        // their IDs are within `me`, which the retired bound must now cover.
+        if self.folded_mine() {
+            self.retired = merge(self.retired, me);
+        }
+        let mine = self.used_by_me;
+        self.used_by_others.union(&mine);
+        self.used_by_me = Partitions::NONE;
         for e in self.entries[..self.len as usize].iter_mut() {
             if e.mine {
                 e.mine = false;
@@ -394,8 +620,14 @@ impl State {
             (Source::Explicit(p), _) => p,
             (_, Some(g)) => self.citus_partition(g),
             (_, None) => {
-                while self.others(self.derived()).is_some() && !self.is_mine(self.derived()) {
-                    self.incarnation = draw();
+                // Drawn again while others used it. If every partition is others' (and none
+                // this incarnation's), no draw can succeed: the last one stays, refused to a
+                // copy and taken over after its bound by a promotion (as a Citus group reuses
+                // its oldest generation).
+                if self.free_partitions() > 0 {
+                    while self.others(self.derived()).is_some() && !self.is_mine(self.derived()) {
+                        self.incarnation = draw();
+                    }
                 }
                 self.derived()
             }
@@ -403,8 +635,12 @@ impl State {
         let mut took_over = false;
         let mut absorb = self.retired;
         let new_group = group.is_some_and(|g| g != self.citus_group);
-        let changed =
-            promoted || self.copied || self.timeline == 0 || !self.is_mine(partition) || new_group;
+        // A partition of this incarnation without an entry gets one back: the table changes.
+        let changed = promoted
+            || self.copied
+            || self.timeline == 0
+            || self.find(partition, true).is_none()
+            || new_group;
         if let Some(theirs) = self.others(partition) {
             if !self.is_mine(partition) {
                 // Either a copy meant to run beside its original (refused), or a server
@@ -431,6 +667,17 @@ impl State {
             changed,
             new_incarnation,
         })
+    }
+
+    /// How many partitions a derived draw may give: those no other member of the lineage
+    /// used, and this incarnation's own.
+    fn free_partitions(&self) -> usize {
+        self.used_by_others
+            .bits
+            .iter()
+            .zip(self.used_by_me.bits.iter())
+            .map(|(&o, &m)| (!o | m).count_ones() as usize)
+            .sum()
     }
 
     /// The partition of Citus group `g` for this incarnation: the one it already uses, else the
@@ -689,5 +936,276 @@ mod tests {
             .unwrap();
         assert_eq!(b.others(derived), Some(p(800, -1, 0)));
         assert!(b.others(2).is_some());
+    }
+
+    // Issue 21: a lineage that used more than MAX_ENTRIES partitions. Each test below failed
+    // when the table folded whole entries (their partition numbers with them) into `retired`.
+
+    /// Notes `n` partitions from `first` on, used by other members of the lineage, with bounds
+    /// newer than `after` (the lineage went on making IDs with them).
+    fn many_newer(st: &mut State, first: u16, n: u16, after: u64) {
+        for i in 0..n {
+            st.note(first + i, false, p(after + 1 + u64::from(i), -1, 0));
+        }
+    }
+
+    #[test]
+    fn a_clone_is_refused_its_originals_partition_past_the_table_size() {
+        // S, a standby of P, which uses partition 5 (copied configuration) and has been idle
+        // for a while: its bound is older than those of the 64 partitions the lineage used
+        // since (derived ones of promoted standbys, PITR restores, ...).
+        let mut s = State::fresh(7, 100, 1, 11);
+        s.replay(1, 1, &[5], p(500, -1, 0));
+        many_newer(&mut s, 1000, MAX_ENTRIES as u16, 500);
+        // C, a base backup of S started beside P on P's timeline with the same setting: P
+        // still makes IDs with 5, so C must be refused it.
+        let mut c = s;
+        assert!(c.at_start(true, 12, 200, 1));
+        assert_eq!(
+            c.judge(1, Some(5), false, || 300),
+            Err(Refusal::Inherited(5))
+        );
+        // Through the state file too.
+        let text = crate::generator::state_file::encode(&s);
+        let mut d = crate::generator::state_file::decode(text.as_bytes()).unwrap();
+        assert!(d.at_start(true, 13, 201, 1));
+        assert_eq!(
+            d.judge(1, Some(5), false, || 301),
+            Err(Refusal::Inherited(5))
+        );
+    }
+
+    #[test]
+    fn a_derived_draw_avoids_a_partition_past_the_table_size() {
+        // The lineage knows partition q, the derived partition of a server that may still
+        // run (an old primary in split brain), then 64 newer ones.
+        let q = derived_partition(7, 42);
+        let mut s = State::fresh(7, 100, 1, 11);
+        s.replay(1, 1, &[q], p(500, -1, 0));
+        many_newer(&mut s, 1000, MAX_ENTRIES as u16, 500);
+        // A promotion whose first draw gives q again must draw again: the retired bound only
+        // covers what q's server made so far, and it goes on.
+        let mut draws = [42u64, 43, 44, 45].into_iter();
+        let j = s.judge(2, None, false, || draws.next().unwrap()).unwrap();
+        assert_ne!(j.partition, q);
+        assert!(!j.took_over);
+    }
+
+    #[test]
+    fn a_citus_generation_past_the_table_size_is_not_reused() {
+        // Group 3's generation 0 (its old primary, which may still run), then 64 newer
+        // partitions: the promoted standby takes generation 1, not 0 again.
+        let mut s = State::fresh(7, 100, 1, 11);
+        s.replay(1, 1, &[3], p(500, -1, 0));
+        s.citus_group = 3;
+        many_newer(&mut s, 1000, MAX_ENTRIES as u16, 500);
+        let j = s.judge_source(2, G3, false, || 9).unwrap();
+        assert_eq!((j.partition, j.took_over), (3 + 4096, false));
+    }
+
+    #[test]
+    fn a_server_that_used_more_partitions_than_the_table_forgets_none() {
+        // P is given 70 explicit partitions in turn (reloads): every entry is its own.
+        let mut pr = State::fresh(7, 100, 1, 11);
+        for k in 0..70u16 {
+            pr.judge(1, Some(k), false, || 1).unwrap();
+            pr.written(p(1000 + u64::from(k), -1, 0));
+        }
+        // A clone of P (it may go back to any of them) is refused every one.
+        for k in 0..70u16 {
+            let mut c = pr;
+            assert!(c.at_start(true, 12, 200, 1));
+            assert_eq!(
+                c.judge(1, Some(k), false, || 300),
+                Err(Refusal::Inherited(k)),
+                "partition {k}"
+            );
+        }
+        for k in 0..70u16 {
+            assert!(pr.is_mine(k), "P forgot it used {k}");
+        }
+        // Back to partition 0: its own, no refusal, nothing to take over.
+        let mut again = pr;
+        let j = again.judge(1, Some(0), false, || 2).unwrap();
+        assert!(!j.took_over);
+        // Folding its own entries lost nothing: they were within its horizon.
+        assert_eq!(pr.retired, NOTHING);
+        assert_eq!(pr.entries().len() + pr.folded().count(), 70);
+        // Taken over by the administrator's word, any of them resumes after all P made.
+        for k in 0..70u16 {
+            let mut c = pr;
+            assert!(c.at_start(true, 12, 200, 1));
+            let j = c.judge(1, Some(k), true, || 300).unwrap();
+            assert!(j.took_over);
+            assert_eq!(j.absorb, p(1069, -1, 0), "partition {k}");
+        }
+        // The state file keeps every one of them, P's own.
+        let text = crate::generator::state_file::encode(&pr);
+        assert!(text.starts_with("sno generator state 4\n"), "{text}");
+        let back = crate::generator::state_file::decode(text.as_bytes()).unwrap();
+        assert_eq!(back, pr);
+    }
+
+    #[test]
+    fn a_derived_draw_ends_when_the_lineage_used_every_partition() {
+        let mut s = State::fresh(7, 100, 1, 11);
+        s.replay(1, 1, &[9], p(800, -1, 0));
+        s.used_by_others = Partitions {
+            bits: [u64::MAX; WORDS],
+        };
+        s.retired = p(700, -1, 0);
+        // A copy beside its original: no partition is free, refused (no endless draw).
+        let mut c = s;
+        assert!(c.at_start(true, 12, 200, 1));
+        let mut n = 0;
+        let r = c.judge(1, None, false, || {
+            n += 1;
+            n
+        });
+        assert!(matches!(r, Err(Refusal::Inherited(_))), "{r:?}");
+        // A promotion takes the one it drew over, after everything known of it.
+        let mut pr = s;
+        let j = pr.judge(2, None, false, || 5).unwrap();
+        assert!(j.took_over);
+        assert_eq!(j.partition, derived_partition(7, 5));
+        let want = if j.partition == 9 {
+            p(800, -1, 0)
+        } else {
+            p(700, -1, 0)
+        };
+        assert_eq!(j.absorb, want);
+        // One partition left: drawn until it comes.
+        let q = derived_partition(7, 1234);
+        let mut one = s;
+        one.used_by_others.remove(q);
+        let mut n = 1000u64;
+        let j = one
+            .judge(2, None, false, || {
+                n += 1;
+                if n > 1200 {
+                    1234
+                } else {
+                    n
+                }
+            })
+            .unwrap();
+        assert_eq!((j.partition, j.took_over), (q, false));
+    }
+
+    #[test]
+    fn the_table_folds_what_loses_nothing_first() {
+        // Own entries within the horizon leave first; then the oldest bound.
+        let mut s = State::fresh(7, 100, 1, 11);
+        s.note(1, true, NOTHING);
+        s.written(p(900, -1, 0));
+        many_newer(&mut s, 1000, MAX_ENTRIES as u16 - 1, 10);
+        s.note(2000, false, p(5, -1, 0));
+        assert_eq!(s.retired, NOTHING);
+        assert!(s.is_mine(1) && s.find(1, true).is_none());
+        s.note(2001, false, p(6, -1, 0));
+        // 2000's bound was the oldest: it went into the retired bound.
+        assert_eq!(s.retired, p(5, -1, 0));
+        assert_eq!(s.others(2000), Some(p(5, -1, 0)));
+        assert_eq!(s.others(2001), Some(p(6, -1, 0)));
+        assert_eq!(s.others(1), None);
+        // A new incarnation: 1 becomes another's, within the old horizon.
+        let mut c = s;
+        assert!(c.at_start(true, 12, 200, 1));
+        assert_eq!(c.others(1), Some(p(900, -1, 0)));
+        assert!(!c.is_mine(1));
+        assert_eq!(c.judge(1, Some(1), false, || 3), Err(Refusal::Inherited(1)));
+        // The Debug form lists the sets as ranges.
+        let d = format!("{:?}", c.used_by_others);
+        assert!(d.starts_with("{1,1000-1062,2000-2001}"), "{d}");
+    }
+
+    #[test]
+    fn learning_from_another_state_keeps_what_left_its_table() {
+        // What WAL replay taught a server without a usable file: 100 partitions of another
+        // member, and one of the file's own.
+        let mut mem = State::fresh(7, 100, 1, 11);
+        let parts: Vec<u16> = (3000..3100).collect();
+        mem.replay(1, 1, &parts, p(700, -1, 0));
+        mem.replay(1, 1, &[42], p(750, -1, 0));
+        // The file put back: partition 42 is its own.
+        let mut file = State::fresh(7, 1, 1, 11);
+        file.note(42, true, p(600, -1, 0));
+        file.written(p(600, -1, 0));
+        assert_eq!(file.learn(&mem), 1);
+        assert!(file.is_mine(42));
+        assert_eq!(file.me, p(750, -1, 0));
+        for &q in &parts {
+            assert_eq!(file.others(q), Some(p(700, -1, 0)), "{q}");
+        }
+        let mut c = file;
+        assert!(c.at_start(true, 12, 200, 1));
+        assert_eq!(
+            c.judge(1, Some(3000), false, || 3),
+            Err(Refusal::Inherited(3000))
+        );
+    }
+
+    #[test]
+    fn partitions_iterate_in_order_and_as_ranges() {
+        let mut set = Partitions::NONE;
+        for q in [0u16, 1, 2, 5, 63, 64, 65, 1000, 65_534, 65_535] {
+            set.insert(q);
+        }
+        assert_eq!(set.len(), 10);
+        assert_eq!(
+            set.iter().collect::<Vec<_>>(),
+            vec![0, 1, 2, 5, 63, 64, 65, 1000, 65_534, 65_535]
+        );
+        assert_eq!(
+            set.ranges().collect::<Vec<_>>(),
+            vec![(0, 2), (5, 5), (63, 65), (1000, 1000), (65_534, 65_535)]
+        );
+        let all = Partitions {
+            bits: [u64::MAX; WORDS],
+        };
+        assert_eq!(all.ranges().collect::<Vec<_>>(), vec![(0, 65_535)]);
+        assert_eq!(all.len(), PARTITIONS);
+        set.remove(1000);
+        assert!(!set.contains(1000) && set.contains(65));
+        assert!(Partitions::NONE.is_empty());
+    }
+
+    #[test]
+    fn a_standby_learns_every_partition_of_a_primary_that_used_many() {
+        let mut pr = State::fresh(7, 100, 1, 11);
+        for k in 0..70u16 {
+            pr.judge(1, Some(k), false, || 1).unwrap();
+            pr.written(p(1000 + u64::from(k), -1, 0));
+        }
+        // Promoted, a standby that replayed P's record takes each over after P's bound.
+        let rec = crate::generator::state_file::encode_record(&pr, 1);
+        let rec = crate::generator::state_file::decode_record(&rec).unwrap();
+        let mut s = State::fresh(7, 500, 1, 13);
+        s.replay(rec.incarnation, rec.timeline, &rec.partitions, rec.bound);
+        for k in 0..70u16 {
+            let mut t = s;
+            let j = t.judge(2, Some(k), false, || 600).unwrap();
+            assert!(j.took_over, "partition {k}");
+            assert_eq!(j.absorb, p(1069, -1, 0), "partition {k}");
+        }
+    }
+
+    #[test]
+    fn a_standby_replaying_a_record_of_many_partitions_forgets_none() {
+        let parts: Vec<u16> = (2000..2200).collect();
+        let mut s = State::fresh(7, 100, 1, 11);
+        s.replay(1, 1, &parts, p(700, -1, 0));
+        // Its file round-trips, and a clone of it refuses each of them.
+        let text = crate::generator::state_file::encode(&s);
+        let back = crate::generator::state_file::decode(text.as_bytes()).unwrap();
+        assert_eq!(back, s);
+        for &q in &parts {
+            let mut c = back;
+            assert!(c.at_start(true, 12, 200, 1));
+            assert_eq!(c.judge(1, Some(q), false, || 3), Err(Refusal::Inherited(q)));
+        }
+        for &q in &parts {
+            assert_eq!(s.others(q), Some(p(700, -1, 0)), "forgot {q}");
+        }
     }
 }

@@ -33,13 +33,28 @@
 //! A node of a Citus cluster writes version 3: the same, with `citus_group=N` (its node group,
 //! see [`crate::generator::citus`]) after `retired`.
 //!
+//! A lineage that used more partitions than the table holds ([`MAX_ENTRIES`]) writes version
+//! 4: version 2 or 3 (with `citus_group` only on a Citus node), then, before the `used` lines,
+//!
+//! ```text
+//! retired_others=1000-1063,4099
+//! retired_mine=12
+//! ```
+//!
+//! the partitions known without an entry ([`State::folded`]): those other members of the
+//! lineage used (within `retired`), and those this incarnation used (within its horizon), as
+//! ascending ranges `first-last` or single numbers, separated by commas (an empty list is an
+//! empty value). Only such a lineage writes it, so every other file stays readable by the
+//! versions before; a version that does not know it refuses the file as corrupt rather than
+//! forget which partitions were used.
+//!
 //! `used=partition,mine,horizon,safe,drifts` lines are the lineage entries (`mine` 1: this
 //! incarnation used it). `retired` is the bound of entries dropped when the table was full.
 //! `crc32` is the CRC-32 (IEEE) of every byte before that line. Anything else — a missing
 //! line, an unknown version, a bad checksum — is [`StateError::Corrupt`]. Version 1 files
 //! (sno 0.1.0) are read too.
 
-use crate::generator::lineage::{State, MAX_ENTRIES, NO_GROUP};
+use crate::generator::lineage::{Partitions, State, MAX_ENTRIES, NO_GROUP};
 
 /// The durable part of a timeline.
 #[repr(C)]
@@ -60,6 +75,9 @@ const HEADER_V1: &str = "sno generator state 1";
 /// Version 3 adds `citus_group=N` after `retired`; it is written only by a node of a Citus
 /// cluster, so every other server's file stays readable by sno 0.3.0.
 const HEADER_V3: &str = "sno generator state 3";
+/// Version 4 adds `retired_others=` and `retired_mine=` (the partitions without an entry)
+/// before the `used` lines; it is written only by a lineage that has such partitions.
+const HEADER_V4: &str = "sno generator state 4";
 
 /// Why a state file cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -83,12 +101,71 @@ fn bound_text(p: &Persisted) -> String {
     format!("{},{},{}", p.horizon, p.safe, p.drifts)
 }
 
+/// The partitions of `st` without an entry: other members', this incarnation's.
+fn folded(st: &State) -> (Partitions, Partitions) {
+    let (mut others, mut mine) = (Partitions::NONE, Partitions::NONE);
+    for e in st.folded() {
+        if e.mine {
+            mine.insert(e.partition);
+        } else {
+            others.insert(e.partition);
+        }
+    }
+    (others, mine)
+}
+
+fn ranges_text(set: &Partitions) -> String {
+    let mut out = String::new();
+    for (a, b) in set.ranges() {
+        if !out.is_empty() {
+            out.push(',');
+        }
+        if a == b {
+            out.push_str(&a.to_string());
+        } else {
+            out.push_str(&format!("{a}-{b}"));
+        }
+    }
+    out
+}
+
+fn parse_ranges(text: &str) -> Result<Partitions, StateError> {
+    let bad = || StateError::Corrupt("bad partition list".into());
+    let mut set = Partitions::NONE;
+    if text.is_empty() {
+        return Ok(set);
+    }
+    let mut next = 0u32;
+    for item in text.split(',') {
+        let (a, b) = item.split_once('-').unwrap_or((item, item));
+        let a: u16 = a.parse().map_err(|_| bad())?;
+        let b: u16 = b.parse().map_err(|_| bad())?;
+        // Ascending and disjoint, as encode writes them.
+        if u32::from(a) < next || b < a {
+            return Err(bad());
+        }
+        for p in a..=b {
+            set.insert(p);
+        }
+        next = u32::from(b) + 1;
+    }
+    Ok(set)
+}
+
 /// The file's contents for `st`.
 pub fn encode(st: &State) -> String {
     let citus = st.citus_group != NO_GROUP;
+    let (folded_others, folded_mine) = folded(st);
+    let v4 = !(folded_others.is_empty() && folded_mine.is_empty());
     let mut body = format!(
         "{}\nsystem_identifier={}\nincarnation={}\ntimeline={}\ncontrol_inode={}\ncopied={}\nhorizon={}\nsafe={}\ndrifts={}\nretired={}\n",
-        if citus { HEADER_V3 } else { HEADER },
+        if v4 {
+            HEADER_V4
+        } else if citus {
+            HEADER_V3
+        } else {
+            HEADER
+        },
         st.system_identifier,
         st.incarnation,
         st.timeline,
@@ -101,6 +178,13 @@ pub fn encode(st: &State) -> String {
     );
     if citus {
         body.push_str(&format!("citus_group={}\n", st.citus_group));
+    }
+    if v4 {
+        body.push_str(&format!(
+            "retired_others={}\nretired_mine={}\n",
+            ranges_text(&folded_others),
+            ranges_text(&folded_mine)
+        ));
     }
     for e in st.entries() {
         body.push_str(&format!(
@@ -147,17 +231,18 @@ pub fn decode(text: &[u8]) -> Result<State, StateError> {
         return Err(corrupt("checksum mismatch"));
     }
     let mut lines = body.lines().peekable();
-    let (v1, v3) = match lines.next() {
-        Some(HEADER) => (false, false),
-        Some(HEADER_V1) => (true, false),
-        Some(HEADER_V3) => (false, true),
+    let (v1, v3, v4) = match lines.next() {
+        Some(HEADER) => (false, false, false),
+        Some(HEADER_V1) => (true, false, false),
+        Some(HEADER_V3) => (false, true, false),
+        Some(HEADER_V4) => (false, false, true),
         _ => return Err(corrupt("unknown header")),
     };
+    // The next line if it is `name=...` (else none is taken).
     let mut field = |name: &str| -> Result<&str, StateError> {
         lines
-            .next()
-            .and_then(|l| l.strip_prefix(name))
-            .and_then(|l| l.strip_prefix('='))
+            .next_if(|l| l.strip_prefix(name).is_some_and(|l| l.starts_with('=')))
+            .map(|l| &l[name.len() + 1..])
             .ok_or_else(|| corrupt(&format!("no {name}")))
     };
     macro_rules! num {
@@ -197,12 +282,25 @@ pub fn decode(text: &[u8]) -> Result<State, StateError> {
         st.note(st.derived(), true, st.me);
     } else {
         st.retired = parse_bound(field("retired")?)?;
-        if v3 {
-            let group: u32 = num!("citus_group");
+        // Version 4: `citus_group` only on a Citus node.
+        let group = match (v3, v4) {
+            (true, _) => Some(field("citus_group")?),
+            (_, true) => field("citus_group").ok(),
+            _ => None,
+        };
+        if let Some(group) = group {
+            let group: u32 = group.parse().map_err(|_| corrupt("bad citus_group"))?;
             if group == NO_GROUP {
                 return Err(corrupt("bad citus_group"));
             }
             st.citus_group = group;
+        }
+        let mut folded = (Partitions::NONE, Partitions::NONE);
+        if v4 {
+            folded = (
+                parse_ranges(field("retired_others")?)?,
+                parse_ranges(field("retired_mine")?)?,
+            );
         }
         for line in lines.by_ref() {
             let rest = line
@@ -221,6 +319,9 @@ pub fn decode(text: &[u8]) -> Result<State, StateError> {
             }
             st.note(partition, mine, parse_bound(rest)?);
         }
+        // Known without an entry: within `retired`, or within this incarnation's horizon.
+        st.used_by_others.union(&folded.0);
+        st.used_by_me.union(&folded.1);
     }
     if lines.next().is_some() {
         return Err(corrupt("trailing lines"));
@@ -262,20 +363,28 @@ pub fn write(dir: &std::path::Path, st: &State, fsync: bool) -> std::io::Result<
 }
 
 /// A lineage record in WAL: incarnation, WAL timeline, bound, partitions (little-endian).
+///
+/// The partitions are every one this incarnation used ([`State::used_by_me`]), those with an
+/// entry first, then those without (2 bytes each: a server that used many partitions writes
+/// longer records), so that a standby or a restore learns them all from WAL alone. The count
+/// is 16 bits: of an incarnation that used all 65,536 partitions, one without an entry is
+/// left out (it was in the records written when it was used, with an entry).
 pub fn encode_record(st: &State, timeline: u32) -> Vec<u8> {
-    let mut v = Vec::with_capacity(40 + 2 * st.len as usize);
+    let mut mine: Vec<u16> = st
+        .entries()
+        .iter()
+        .filter(|e| e.mine)
+        .map(|e| e.partition)
+        .collect();
+    mine.extend(st.folded().filter(|e| e.mine).map(|e| e.partition));
+    mine.truncate(u16::MAX as usize);
+    let mut v = Vec::with_capacity(39 + 2 * mine.len());
     v.push(1u8);
     v.extend_from_slice(&st.incarnation.to_le_bytes());
     v.extend_from_slice(&timeline.to_le_bytes());
     v.extend_from_slice(&st.me.horizon.to_le_bytes());
     v.extend_from_slice(&st.me.safe.to_le_bytes());
     v.extend_from_slice(&st.me.drifts.to_le_bytes());
-    let mine: Vec<u16> = st
-        .entries()
-        .iter()
-        .filter(|e| e.mine)
-        .map(|e| e.partition)
-        .collect();
     v.extend_from_slice(&(mine.len() as u16).to_le_bytes());
     for p in mine {
         v.extend_from_slice(&p.to_le_bytes());
@@ -460,6 +569,128 @@ mod tests {
         std::fs::write(dir.join(FILE_NAME), b"garbage").unwrap();
         assert!(matches!(read(&dir), Err(StateError::Corrupt(_))));
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A lineage that used `n` partitions of other members, from 1000 on, and 70 of its own
+    /// (`sno.partition` set in turn): more than the table holds.
+    fn many(n: u16) -> State {
+        let mut st = sample();
+        for i in 0..n {
+            st.note(
+                1000 + i,
+                false,
+                Persisted {
+                    horizon: 200 + u64::from(i),
+                    safe: -1,
+                    drifts: 0,
+                },
+            );
+        }
+        for k in 0..70u16 {
+            st.note(20_000 + k, true, st.me);
+        }
+        st
+    }
+
+    #[test]
+    fn a_lineage_past_the_table_size_writes_version_4() {
+        let st = many(100);
+        assert!(st.folded().count() > 0);
+        let text = encode(&st);
+        assert!(text.starts_with("sno generator state 4\n"), "{text}");
+        assert!(
+            text.contains(
+                "\nretired=100,236,1\nretired_others=9,1000-1036\nretired_mine=7,20000-20068\nused="
+            ),
+            "{text}"
+        );
+        assert!(!text.contains("citus_group"));
+        let back = decode(text.as_bytes()).unwrap();
+        assert_eq!(back, st);
+        for q in (1000..1100).chain([9]) {
+            assert!(back.others(q).is_some(), "{q}");
+        }
+        for q in (20_000..20_070).chain([7]) {
+            assert!(back.is_mine(q), "{q}");
+        }
+        // A Citus node's, with its group.
+        let mut node = st;
+        node.citus_group = 3;
+        let text = encode(&node);
+        assert!(text.contains("\ncitus_group=3\nretired_others=9,1000-1036\n"));
+        assert_eq!(decode(text.as_bytes()), Ok(node));
+        // Nothing without an entry: the versions before.
+        assert!(encode(&sample()).starts_with("sno generator state 2\n"));
+        for cut in 0..text.len() {
+            assert!(decode(&text.as_bytes()[..cut]).is_err(), "cut at {cut}");
+        }
+    }
+
+    #[test]
+    fn version_4_lists_are_checked() {
+        let text = encode(&many(100));
+        let body = &text[..text.rfind("crc32=").unwrap()];
+        let forge = |from: &str, to: &str| {
+            let b = body.replace(from, to);
+            format!("{b}crc32={:08x}\n", crc32(b.as_bytes()))
+        };
+        let bad = Err(StateError::Corrupt("bad partition list".into()));
+        for list in [
+            "1036-1000",
+            "9,1000-1036,5",
+            "9,1000-1036,1036",
+            "x",
+            "1000-",
+            "-5",
+            "70000",
+            ",",
+        ] {
+            let t = forge(
+                "retired_others=9,1000-1036",
+                &format!("retired_others={list}"),
+            );
+            assert_eq!(decode(t.as_bytes()), bad, "{list}");
+        }
+        // Empty lists, adjacent ranges: read.
+        let t = forge("retired_others=9,1000-1036", "retired_others=");
+        assert!(decode(t.as_bytes()).is_ok());
+        let t = forge(
+            "retired_others=9,1000-1036",
+            "retired_others=9,1000-1017,1018-1036",
+        );
+        assert_eq!(decode(t.as_bytes()), Ok(many(100)));
+        let t = forge("retired_mine=7,20000-20068\n", "");
+        assert_eq!(
+            decode(t.as_bytes()),
+            Err(StateError::Corrupt("no retired_mine".into()))
+        );
+        // Not in the versions before.
+        let t = forge("sno generator state 4", "sno generator state 2");
+        assert!(decode(t.as_bytes()).is_err());
+    }
+
+    #[test]
+    fn a_record_lists_every_partition_of_the_incarnation() {
+        let st = many(100);
+        let r = decode_record(&encode_record(&st, 4)).unwrap();
+        let mut want: Vec<u16> = (20_000..20_070).chain([7]).collect();
+        let mut got = r.partitions.clone();
+        // Those with an entry first.
+        let first = st.entries().iter().filter(|e| e.mine).count();
+        assert!(got[..first]
+            .iter()
+            .all(|&q| st.entries().iter().any(|e| e.mine && e.partition == q)));
+        got.sort_unstable();
+        want.sort_unstable();
+        assert_eq!(got, want);
+        // All 65,536: the 16-bit count holds 65,535 of them.
+        let mut all = sample();
+        for q in 0..=u16::MAX {
+            all.used_by_me.insert(q);
+        }
+        let r = decode_record(&encode_record(&all, 4)).unwrap();
+        assert_eq!(r.partitions.len(), 65_535);
+        assert!(r.partitions.contains(&7));
     }
 
     proptest! {

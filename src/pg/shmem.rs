@@ -445,7 +445,7 @@ fn restore_state(s: &mut Shared) {
                 "sno: generator state restored: this server's IDs resume after unit {} (tick-tock bit {}); {} partitions known in its lineage",
                 st.me.horizon,
                 st.me.drifts & 1,
-                st.len
+                st.entries().len() + st.folded().count()
             );
         }
         Ok(None) => {

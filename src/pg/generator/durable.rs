@@ -321,13 +321,8 @@ pub(super) fn generator_initialize(
                     // What WAL replay taught this server while it had no usable file (crash
                     // recovery replays this server's own records too: a partition the file says
                     // is this server's stays its own, with the later bound).
-                    for e in g.lineage.entries() {
-                        let mine = file.is_mine(e.partition);
-                        file.note(e.partition, mine, e.bound);
-                        if mine {
-                            file.written(e.bound);
-                        }
-                    }
+                    // Partitions that left its table included.
+                    file.learn(&g.lineage);
                     // The cursor closed, and a new epoch: the timeline is replaced.
                     g.timeline.close(&s.hot.cursor);
                     shmem::new_epoch(s);

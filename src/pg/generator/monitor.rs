@@ -155,9 +155,12 @@ pub(super) fn sno_generator_lineage() -> TableIterator<
             .then(|| TimestampWithTimeZone::try_from(units_to_pg_micros(u as u64)).ok())
             .flatten()
     };
+    // Partitions that left the table are listed too, with the bound that covers them.
     let rows: Vec<_> = st
         .entries()
         .iter()
+        .copied()
+        .chain(st.folded())
         .map(|e| {
             (
                 e.partition as i32,
