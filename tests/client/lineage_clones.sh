@@ -10,8 +10,10 @@
 #  c1b its own sno.partition = 11 on the command line (overriding the 9 it inherited).
 #  c2  keeps 9: refuses ("this server is a copy of one that made IDs with partition 9", the
 #      documented HINT); first branch: a partition no server used, ALTER SYSTEM, reload.
-#  c4  first started without sno, then with it: keeps 9 and is refused too; with the setting
-#      reset (ALTER SYSTEM RESET, reload) its derived partition differs from the original's.
+#  c4  first started without sno, then with it: keeps 9 and is refused too (sno never saw its
+#      backup_label, so the HINT adds the branch for a moved directory, with its condition);
+#      with the setting reset (ALTER SYSTEM RESET, reload) its derived partition differs from
+#      the original's.
 #  c3  made last; the original then stops for good without making another ID; c3 starts with
 #      its clock 30 s behind and is refused; not through the HINT (it has one branch: a clone's
 #      copy of its original's state may be older than the original's last IDs) but as the
@@ -27,6 +29,9 @@ cluster_setup lineage_clones "$2" "$3"
 
 COPY_ERROR="this server is a copy of one that made IDs with partition 9"
 COPY_HINT="Give this server its own sno.partition, one no other server uses (in postgresql.conf or with ALTER SYSTEM), and reload the configuration."
+# A copy that sno did not see with its backup_label (c4: its first start was without sno) could
+# also be a data directory moved while stopped: the HINT adds that branch, with its condition.
+MOVED_HINT="$COPY_HINT If instead this data directory was moved or copied while its server was stopped, and the old directory will never be started again, run SELECT sno_generator_initialize(take_over => true); as a superuser."
 
 partitions_of() { node_sql "$1" "SELECT string_agg(DISTINCT sno_partition(id)::text, ',') FROM ids WHERE origin LIKE '$1:%'"; }
 
@@ -93,7 +98,7 @@ check "c4: its first start (without sno) consumed the backup_label" \
 node_stop c4
 node_cmdline c4 shared_preload_libraries=sno
 node_start c4
-node_expect_refusal c4 "c4, started first without sno, keeping partition 9" "$COPY_ERROR" "$COPY_HINT"
+node_expect_refusal c4 "c4, started first without sno, keeping partition 9" "$COPY_ERROR" "$MOVED_HINT"
 node_sql c4 "ALTER SYSTEM RESET sno.partition" >/dev/null
 node_reload c4 sno.partition -1
 node_gen c4 derived 3000

@@ -9,7 +9,7 @@
 # on both at once).
 #   derived   no sno.partition: zero duplicates over every ID either server ever issued.
 #   explicit  sno.partition = 5 (ALTER SYSTEM before the backup, so both have it): the
-#             restored server takes over partition 5 (a WARNING says so). Zero duplicates
+#             restored server takes over partition 5 (the server log says so). Zero duplicates
 #             against every ID the restored server holds in its data, i.e. every ID whose WAL
 #             came before the recovery target. The original's IDs after the target are the
 #             documented exclusion (as with sequences): the only overlap allowed is with them,
@@ -65,8 +65,8 @@ run() {
     check "$v: the restored server's clock was behind the original's" \
         "$(node_sql "$r" "SELECT min(sno_time(id)) FILTER (WHERE origin LIKE '$r:%') < max(sno_time(id)) FILTER (WHERE origin LIKE '$o:%') FROM ids")" t
     if [[ "$v" == explicit ]]; then
-        check "$v: a WARNING says the restored server took over partition 5" \
-            "$(node_said "$r" "$mark" "WARNING:  sno: partition 5 was used before this server's promotion, point-in-time restore or upgrade")" yes
+        check "$v: the server log (not the client) says the restored server took over partition 5" \
+            "$(node_said "$r" "$mark" "LOG:  sno: partition 5 was used before this server's promotion, point-in-time restore or upgrade")" yes
         check "$v: the restored server's IDs carry partition 5" "$(ledger_partitions "$r")" 5
         ledger_check "$v: the restored server's IDs against every ID with WAL before the target" \
             "node = '$r' OR (node = '$o' AND phase LIKE 'before%')"

@@ -12,7 +12,7 @@
 #      corrupt (the corrupt-file HINT): each time a partition no server has used, ALTER SYSTEM,
 #      pg_reload_conf(), the SQL the HINT names, with the clock 7 s and then 14 s back.
 #  r3  a derived partition (no sno.partition): a missing, then a corrupt file needs no step:
-#      generation goes on with a new derived partition and a WARNING.
+#      generation goes on with a new derived partition, said in the server log.
 #  r4  sno.partition = 12, a corrupt file, and a copy of it in a file-level backup taken before
 #      the server's last 12 s of IDs (pgbench); restart with the clock 7 s back. The HINT says
 #      such a copy is not enough (putting it back would repeat those 12 s of IDs): it is left
@@ -137,19 +137,23 @@ d0="$(node_partition r3)"
 node_stop r3
 as_pg rm "$(node_state_file r3)"
 node_clock r3 -7s
+mark="$(node_log_mark r3)"
 node_start r3
 node_gen r3 missing 3000
-check "r3, no state file: a WARNING says a new derived partition is used" \
-    "$(grep -c "WARNING:  sno: the generator state file was missing; IDs are now made with a new derived partition" <<<"$CL_SAID")" 1
+check "r3, no state file: the server log says a new derived partition is used" \
+    "$(node_log_since r3 "$mark" | grep -c "LOG:  sno: the generator state file was missing; IDs are now made with a new derived partition")" 1
+check "r3, no state file: nothing of it reached the client" "$(grep -c sno <<<"$CL_SAID")" 0
 d1="$(node_partition r3)"
 check_distinct "r3: a new derived partition without a state file" "$d1" "$d0"
 node_stop r3
 node_corrupt_state r3
 node_clock r3 -14s
+mark="$(node_log_mark r3)"
 node_start r3
 node_gen r3 corrupt 3000
-check "r3, corrupt state file: a WARNING says a new derived partition is used" \
-    "$(grep -c "WARNING:  sno: the generator state file was unusable (.*); IDs are now made with a new derived partition" <<<"$CL_SAID")" 1
+check "r3, corrupt state file: the server log says a new derived partition is used" \
+    "$(node_log_since r3 "$mark" | grep -c "LOG:  sno: the generator state file was unusable (.*); IDs are now made with a new derived partition")" 1
+check "r3, corrupt state file: nothing of it reached the client" "$(grep -c sno <<<"$CL_SAID")" 0
 d2="$(node_partition r3)"
 check_distinct "r3: a new derived partition with a corrupt state file" "$d2" "$d1" "$d0"
 node_pgbench r3 corrupt_pgbench 3
