@@ -97,7 +97,11 @@ pub fn make_durable(lsn: u64) {
         if level > pg_sys::WARNING as i32 {
             pg_sys::log_min_messages = pg_sys::WARNING as i32;
         }
+        // Interrupts held, as at a commit (PostgreSQL 16+ asserts it): the wait itself looks
+        // at the cancel and termination flags; ProcessInterrupts runs after it, not inside.
+        pg_sys::InterruptHoldoffCount += 1;
         pg_sys::SyncRepWaitForLSN(lsn, false);
+        pg_sys::InterruptHoldoffCount -= 1;
         pg_sys::log_min_messages = level;
     }
     let cancelled = SYNC_WAIT.with(|w| w.replace(Wait::Idle)) == Wait::Cancelled;
