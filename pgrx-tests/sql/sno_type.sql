@@ -80,6 +80,7 @@ SELECT pg_temp.err($$SELECT decode(repeat('ab', 100), 'hex')::sno$$);
 -- A long bad text input is cut in the message (at a character boundary), with its length.
 SELECT pg_temp.err($$SELECT repeat('é', 30)::sno$$);
 SELECT pg_temp.err($$SELECT repeat('x', 1000000)::sno$$);
+SELECT n, pg_temp.err(format($$SELECT repeat('x', %s)::sno$$, n)) FROM generate_series(40, 44) n;
 -- No implicit cast: comparing sno with bytea is an error, not a silent conversion.
 SELECT pg_temp.err($$SELECT 'brpk4q72xwf2m63l'::sno = '\x00'::bytea$$);
 -- Assignment cast: a bytea goes into a sno column.

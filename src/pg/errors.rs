@@ -55,8 +55,9 @@ pub enum Problem<'a> {
     BadStateFile { reason: &'a str },
     /// The state file could not be written.
     WriteFailed(&'a std::io::Error),
-    /// A copy configured with its original's explicit partition; `maybe_moved` unless the copy
-    /// was seen to be a base backup (a `backup_label` at start), which is never a move.
+    /// A copy configured with its original's explicit partition; `maybe_moved` when the copy
+    /// was noticed at this start without a `backup_label` and its original used the partition
+    /// itself (so a data directory moved while stopped may go on with it).
     Inherited { partition: u16, maybe_moved: bool },
     /// A copy of a Citus node, started beside it, generating for its original's group.
     CitusCopy(u32),
@@ -384,7 +385,7 @@ fn quoted_cut(input: &[u8]) -> String {
     if input.len() <= SHOWN {
         return quoted(input);
     }
-    let text = String::from_utf8_lossy(&input[..SHOWN + 4]);
+    let text = String::from_utf8_lossy(&input[..input.len().min(SHOWN + 4)]);
     let mut end = SHOWN.min(text.len());
     while !text.is_char_boundary(end) {
         end -= 1;

@@ -9,7 +9,7 @@
 //! (indexed by backend number). A slot is written only by its backend, with relaxed atomic
 //! stores (plain moves on x86-64), and read by the monitoring functions.
 
-use crate::generator::lineage::{State, NO_GROUP};
+use crate::generator::lineage::{Partitions, State, NO_GROUP};
 use crate::generator::state_file;
 use crate::generator::timeline::{derived_partition, Cursor, Slice, Timeline};
 use crate::pg::errors::{self, Problem};
@@ -63,9 +63,11 @@ pub struct Shared {
     /// backends in the middle of a statement too, which read their own copy of the setting
     /// only between statements ([`crate::pg::gucs`]).
     pub configured: AtomicI32,
-    /// This data directory was found at start-up to be a base backup (it had a
-    /// `backup_label`): never a data directory moved while its server was stopped.
-    pub base_backup: AtomicBool,
+    /// At this start the data directory turned out to be a copy with no `backup_label` (another
+    /// `global/pg_control` file): the partitions its original used itself, which a move (the
+    /// original never started again) may go on with. Empty otherwise: a base backup, a copy of
+    /// a standby (whose partitions were its primary's), a copy noticed at an earlier start.
+    pub moved_own: Partitions,
     /// What a backend last read of this server in Citus's catalog ([`crate::pg::citus`]).
     pub citus_node: AtomicU32,
     /// The Citus group `partition` was judged for ([`NO_GROUP`] when it was not a group's);
@@ -197,7 +199,11 @@ pub fn locked<R>(s: &'static Shared, f: impl FnOnce(&mut Guarded) -> R) -> R {
         pg_sys::LWLockRelease(s.lock);
         r
     };
-    errors::emit_deferred();
+    // Not while the writer lock is held either: writing() emits them after it.
+    // SAFETY: plain LWLock query.
+    if !unsafe { pg_sys::LWLockHeldByMe(s.writer) } {
+        errors::emit_deferred();
+    }
     r
 }
 
@@ -221,6 +227,7 @@ pub fn writing<R>(s: &'static Shared, f: impl FnOnce() -> R) -> R {
         pg_sys::LWLockAcquire(s.writer, pg_sys::LWLockMode::LW_EXCLUSIVE);
         let r = f();
         pg_sys::LWLockRelease(s.writer);
+        errors::emit_deferred();
         r
     }
 }
@@ -243,6 +250,7 @@ pub fn writing_interruptibly<R>(s: &'static Shared, f: impl FnOnce() -> R) -> R 
         }
         let r = f();
         pg_sys::LWLockRelease(s.writer);
+        errors::emit_deferred();
         r
     }
 }
@@ -396,6 +404,17 @@ pub fn set_reason(s: &mut Shared, why: &str) {
 /// incarnation at once, so that a standby's derived partition already differs from its
 /// primary's. A state file of another cluster was copied here by an administrator (after
 /// pg_upgrade): it is adopted like a promotion's ([`crate::generator::lineage`]).
+/// [`State::at_start`] for this start; for a copy without a `backup_label`, the partitions its
+/// original used itself are kept in [`Shared::moved_own`]. Whether it is a copy.
+fn copy_noticed(s: &mut Shared, st: &mut State, backup_label: bool, inode: u64) -> bool {
+    let own = st.used_by_me;
+    let copy = st.at_start(backup_label, inode, draw(), start_timeline());
+    if copy && !backup_label {
+        s.moved_own = own;
+    }
+    copy
+}
+
 fn restore_state(s: &mut Shared) {
     let dir = std::path::Path::new(".");
     let backup_label = dir.join("backup_label").exists();
@@ -411,8 +430,7 @@ fn restore_state(s: &mut Shared) {
                 st.system_identifier = sysid;
                 st.timeline = crate::generator::lineage::UPGRADED;
                 st.at_start(true, inode, draw(), 0);
-            } else if st.at_start(backup_label, inode, draw(), start_timeline()) {
-                s.base_backup.store(backup_label, Ordering::Relaxed);
+            } else if copy_noticed(s, &mut st, backup_label, inode) {
                 pgrx::log!(
                     "sno: this data directory is a copy ({}): it is a new incarnation, judged when it first makes IDs",
                     if backup_label { "it has a backup_label" } else { "global/pg_control is another file than the one the state was written for" }
@@ -420,7 +438,7 @@ fn restore_state(s: &mut Shared) {
             }
             // sno 0.1.0 files do not say which explicit partition was in use: the configured
             // one at the first start after the update.
-            let configured = crate::pg::gucs::partition();
+            let configured = u16::try_from(crate::pg::gucs::partition_setting()).ok();
             let v1 = std::fs::read(dir.join(state_file::FILE_NAME))
                 .map(|b| b.starts_with(b"sno generator state 1\n"))
                 .unwrap_or(false);
@@ -489,6 +507,8 @@ unsafe extern "C-unwind" fn on_startup() {
     if let Some(prev) = PREV_STARTUP {
         prev();
     }
+    // At a crash-restart the old segment is gone: nothing may use it until the new one is set.
+    SHARED.store(core::ptr::null_mut(), Ordering::Relaxed);
     let init_lock = addin_shmem_init_lock();
     pg_sys::LWLockAcquire(init_lock, pg_sys::LWLockMode::LW_EXCLUSIVE);
     let mut found = false;
@@ -521,7 +541,7 @@ unsafe extern "C-unwind" fn on_startup() {
             derived_partition: AtomicU32::new(0),
             partition: AtomicU32::new(0),
             configured: AtomicI32::new(crate::pg::gucs::partition_setting()),
-            base_backup: AtomicBool::new(false),
+            moved_own: Partitions::NONE,
             citus_node: AtomicU32::new(crate::pg::citus::UNREAD),
             citus_group: AtomicU32::new(NO_GROUP),
             full_unit_stalls: AtomicU64::new(0),

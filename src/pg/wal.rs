@@ -83,31 +83,85 @@ pub fn flush(lsn: u64) {
 /// needs is not confirmed, and a standby promoted now could make it again. So a cancelled wait
 /// raises [`Problem::SyncNotConfirmed`] (SQLSTATE 57014, as for any cancel), and
 /// PostgreSQL's WARNING about a transaction "already committed locally", which is not what
-/// happened here, goes to the server log only.
-pub fn make_durable(lsn: u64) {
-    // SAFETY: plain calls outside any critical section.
-    unsafe { pg_sys::XLogFlush(lsn) };
-    SYNC_WAIT.with(|w| w.set(Wait::Waiting));
-    // SAFETY: as a commit calls it; it returns when the standbys confirmed `lsn`, when there
-    // are none to wait for, or after a cancel or termination (with a WARNING, see below). The
-    // WARNING reaches the hook only if it is logged somewhere: during the wait the server log
-    // takes warnings whatever log_min_messages says (a cancelled wait is worth a line there).
+/// happened here, goes to the server log only; a termination (or the postmaster's death) ends
+/// the session at once, as PostgreSQL does after a commit.
+///
+/// Returns whether `lsn` stays covered for this session: true when the session waits for
+/// synchronous standbys (its `synchronous_commit` asks for it and `synchronous_standby_names`
+/// is set) and they confirmed; false when it did not wait, so that the next ID asks again (the
+/// session may turn `synchronous_commit` on, or the standbys be named, in the meantime: the
+/// call is then cheap, a flush already done and PostgreSQL's own fast exit).
+pub fn make_durable(lsn: u64) -> bool {
+    // SAFETY: plain calls and reads of process globals outside any critical section.
     unsafe {
-        let level = pg_sys::log_min_messages;
-        if level > pg_sys::WARNING as i32 {
-            pg_sys::log_min_messages = pg_sys::WARNING as i32;
-        }
-        // Interrupts held, as at a commit (PostgreSQL 16+ asserts it): the wait itself looks
-        // at the cancel and termination flags; ProcessInterrupts runs after it, not inside.
+        pg_sys::XLogFlush(lsn);
+        let expected = sync_expected();
+        let guard = WaitGuard::start();
+        // As a commit calls it, interrupts held (PostgreSQL 16+ asserts it): the wait looks at
+        // the cancel and termination flags itself, and returns after a cancel or termination
+        // with a WARNING, which the hook below sees. An error inside it resets the holdoff
+        // count itself (errfinish) and the guard the rest.
         pg_sys::InterruptHoldoffCount += 1;
         pg_sys::SyncRepWaitForLSN(lsn, false);
         pg_sys::InterruptHoldoffCount -= 1;
-        pg_sys::log_min_messages = level;
+        let cancelled = guard.finish();
+        if pg_sys::ProcDiePending != 0 {
+            // Terminated, or the postmaster died: end the session now (FATAL), not with an
+            // ERROR nobody receives (the wait already stopped output to the client).
+            pg_sys::InterruptPending = 1;
+            pgrx::check_for_interrupts!();
+        }
+        if cancelled || pg_sys::ProcDiePending != 0 {
+            errors::raise(Problem::SyncNotConfirmed { lsn });
+        }
+        expected
     }
-    let cancelled = SYNC_WAIT.with(|w| w.replace(Wait::Idle)) == Wait::Cancelled;
-    // SAFETY: plain reads of process globals.
-    if cancelled || unsafe { pg_sys::ProcDiePending != 0 } {
-        errors::raise(Problem::SyncNotConfirmed { lsn });
+}
+
+/// Whether this session waits for synchronous standbys, as its commits do: its
+/// `synchronous_commit` asks for it and its `synchronous_standby_names` is set.
+#[inline]
+pub fn sync_expected() -> bool {
+    // SAFETY: plain reads of process globals (the GUC string is NUL-terminated or null).
+    unsafe {
+        let names = pg_sys::SyncRepStandbyNames;
+        pg_sys::max_wal_senders > 0
+            && pg_sys::synchronous_commit
+                > pg_sys::SyncCommitLevel::SYNCHRONOUS_COMMIT_LOCAL_FLUSH as i32
+            && !names.is_null()
+            && *names != 0
+    }
+}
+
+/// The hook's state and `log_min_messages` during the wait, restored however it ends.
+struct WaitGuard {
+    level: i32,
+}
+
+impl WaitGuard {
+    /// The WARNING of a cancelled wait reaches the hook only if it is logged: during the wait
+    /// the server log takes warnings whatever log_min_messages says (a cancelled wait is worth
+    /// a line there). LOG ranks above WARNING for the server log.
+    unsafe fn start() -> WaitGuard {
+        let level = pg_sys::log_min_messages;
+        if level == pg_sys::LOG as i32 || level > pg_sys::WARNING as i32 {
+            pg_sys::log_min_messages = pg_sys::WARNING as i32;
+        }
+        SYNC_WAIT.with(|w| w.set(Wait::Waiting));
+        WaitGuard { level }
+    }
+
+    /// Whether the wait was cancelled.
+    fn finish(self) -> bool {
+        SYNC_WAIT.with(|w| w.get()) == Wait::Cancelled
+    }
+}
+
+impl Drop for WaitGuard {
+    fn drop(&mut self) {
+        SYNC_WAIT.with(|w| w.set(Wait::Idle));
+        // SAFETY: plain write of a process global, restoring its value.
+        unsafe { pg_sys::log_min_messages = self.level };
     }
 }
 

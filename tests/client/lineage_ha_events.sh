@@ -10,7 +10,10 @@
 #      "already committed locally" WARNING reaching the client: a statement_timeout, for one
 #      ID and for a long INSERT ... SELECT (no row of it stays); pg_cancel_backend; a
 #      pg_terminate_backend (the connection ends, no ID printed); a read-only query whose IDs a
-#      parallel worker makes (no commit record: only sno's own wait covers them). Then the
+#      parallel worker makes (no commit record: only sno's own wait covers them); 20 calls at
+#      once in the session of a cancelled wait (none may take IDs on the fast path); a session
+#      with log_min_messages = log; a session with synchronous_commit = local (no wait, as for
+#      its commits) set back to on (it waits again). Then the
 #      HINT is followed as printed (its pg_stat_replication query, once s runs again) and IDs
 #      are made; p stops with -m immediate and s, its clock 5 s behind, is promoted: no ID any
 #      client was given is made again, and the takeover of partition 9 at the promotion is in
@@ -26,10 +29,13 @@
 #      true)); partition 31 goes on, and no ID of the old directory is made again.
 #   4. A clone started beside its original, made the same way (cp -a of the stopped original,
 #      partition 41), both running: the clone is refused with the same HINT, whose first branch
-#      is followed (its own sno.partition, 42, and a reload); both make IDs at once; no ID twice.
+#      is followed (its own sno.partition, 42, and a reload), after a restart that leaves only
+#      that branch; both make IDs at once. Then a copy of a stopped standby of the original
+#      (cp -a, standby.signal removed): its HINT has no move branch (41 was its primary's, never
+#      its own); given 43. No ID twice.
 #   5. RUST_BACKTRACE=1 in a server's environment puts no backtrace into an error's DETAIL (one of
-#      PostgreSQL's, raised under sno's planner hook, and one of sno's), and
-#      a 100 MB bad input makes a short error that names its length.
+#      PostgreSQL's, raised under sno's planner hook, and one of sno's), and a 100 MB bad input
+#      makes a short error that names its length.
 #
 # Usage: lineage_ha_events.sh SOCKET_DIR PORT BINDIR  (only PORT and BINDIR: own clusters)
 set -euo pipefail
@@ -38,6 +44,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/cluster.bash"
 cluster_setup lineage_ha_events "$2" "$3"
 
 SNO_MSG="no synchronous standby confirmed the generator's bound"
+COPY_HINT="Give this server its own sno.partition, one no other server uses (in postgresql.conf or with ALTER SYSTEM), and reload the configuration."
 
 # stall NAME STOP|CONT: every process of a node stopped or continued.
 stall() {
@@ -106,6 +113,27 @@ new_record
 out="$(verbose p -c "SET statement_timeout = '2s'" -c "SELECT sno_generate()" 2>&1 || true)"
 echo "$out" | sed 's/^/    (p says) /' | head -n 4
 expect_cancel "one ID, statement_timeout" "$out"
+
+# The same session again at once, 20 times: no call may take IDs on the fast path after a
+# cancelled wait (the cursor still serves the unit the cancelled call opened).
+out="$(node_psql p -v ON_ERROR_STOP=0 -v VERBOSITY=verbose -c "SET statement_timeout = '2s'" \
+    -c "SELECT sno_generate()" -c "$(printf 'SELECT sno_generate();%.0s' $(seq 20))" 2>&1 || true)"
+check "20 retries in the session of a cancelled wait: no ID" "$(grep -cE '^[0-9a-v]{16}$' <<<"$out" || true)" 0
+check "20 retries: each cancelled with sno's message" "$(grep -c "$SNO_MSG" <<<"$out")" 2
+
+# log_min_messages = log (LOG ranks above WARNING for the server log): the cancel is still seen.
+new_record
+out="$(verbose p -c "SET log_min_messages = log" -c "SET statement_timeout = '2s'" -c "SELECT sno_generate()" 2>&1 || true)"
+expect_cancel "one ID, log_min_messages = log" "$out"
+
+# synchronous_commit = local: the session does not wait (as its commits do not); set back to on
+# in the same session, its next ID waits again.
+new_record
+out="$(verbose p -c "SET synchronous_commit = local" -c "SELECT sno_generate()" \
+    -c "SET synchronous_commit = on" -c "SET statement_timeout = '2s'" -c "SELECT sno_generate()" 2>&1 || true)"
+check "synchronous_commit = local: an ID without waiting" "$(grep -cE '^[0-9a-v]{16}$' <<<"$out" || true)" 1
+grep -E '^[0-9a-v]{16}$' <<<"$out" >>"$(ledger_file p local)" || true
+expect_cancel "synchronous_commit back on in the session" "$(grep -vE '^[0-9a-v]{16}$' <<<"$out")"
 
 # pg_cancel_backend and pg_terminate_backend: a session waiting in sno_generate.
 for how in cancel terminate; do
@@ -248,6 +276,11 @@ check "the clone is refused" "$(msg_field ERROR "$out")" \
 hint="$(msg_field HINT "$out")"
 check "the HINT's first branch: its own sno.partition and a reload" \
     "$(grep -c '^Give this server its own sno.partition, one no other server uses (in postgresql.conf or with ALTER SYSTEM), and reload the configuration\.' <<<"$hint")" 1
+# Restarted before the HINT is followed, it no longer knows it was copied at this start: the
+# HINT keeps only the first branch (the safe default).
+node_restart c2
+hint2="$(msg_field HINT "$(verbose c2 -c "SELECT sno_generate()" 2>&1 || true)")"
+check "after a restart, the HINT has only the first branch" "$hint2" "$COPY_HINT"
 node_sql c2 "ALTER SYSTEM SET sno.partition = 42" "SELECT pg_reload_conf()" >/dev/null
 node_gen c2 own 1 >/dev/null
 node_gen c1 together 3000 &
@@ -256,7 +289,27 @@ node_gen c2 together 3000
 wait "$g1"
 check "the clone makes IDs with 42" "$(node_partition c2)" 42
 check "the original goes on with 41" "$(node_partition c1)" 41
-ledger_check "a clone beside its original"
+# A copy of a stopped standby (cp -a, standby.signal removed): partition 41 was its primary's,
+# never its own, so the HINT has no branch for a move.
+node_basebackup c1 c1s standby
+node_cmdline c1s shared_preload_libraries=sno
+node_start c1s
+node_gen c1 before_standby_copy 2000
+node_wait_replay c1s "$(node_lsn c1)"
+node_stop c1s
+node_new c3
+cp -a "$(node_data c1s)" "$(node_data c3)"
+rm "$(node_data c3)/standby.signal"
+node_cmdline c3 shared_preload_libraries=sno
+node_start c3
+out="$(verbose c3 -c "SELECT sno_generate()" 2>&1 || true)"
+check "a copy of a stopped standby is refused" "$(msg_field ERROR "$out")" \
+    "55000: this server is a copy of one that made IDs with partition 41"
+check "its HINT: only the first branch (41 was its primary's)" "$(msg_field HINT "$out")" "$COPY_HINT"
+node_sql c3 "ALTER SYSTEM SET sno.partition = 43" "SELECT pg_reload_conf()" >/dev/null
+node_gen c3 own 2000
+node_gen c1 after_standby_copy 2000
+ledger_check "a clone beside its original, a copy of its standby"
 
 echo "--- 5. errors: no backtrace with RUST_BACKTRACE=1, a 100 MB bad input"
 node_init e

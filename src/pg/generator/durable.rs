@@ -250,7 +250,7 @@ pub(super) fn raise_refusal(r: Refusal) -> ! {
     errors::raise(match r {
         Refusal::Inherited(p) => Problem::Inherited {
             partition: p,
-            maybe_moved: !shmem::shared().is_some_and(|s| s.base_backup.load(Relaxed)),
+            maybe_moved: shmem::shared().is_some_and(|s| s.moved_own.contains(p)),
         },
         Refusal::CitusCopy(g) => Problem::CitusCopy(g),
         Refusal::CitusGroupTooLarge(g) => Problem::CitusGroupTooLarge(g),

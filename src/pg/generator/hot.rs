@@ -40,6 +40,9 @@ pub(super) struct Backend {
     issued: u64,
     /// The end of the last lineage record this backend made durable.
     durable_lsn: u64,
+    /// The last lineage record was not waited for (this session did not wait for synchronous
+    /// standbys): if it comes to, its next ID goes through the slow path and waits.
+    unsynced: bool,
     /// Whether the slot and the exit callback are set up.
     ready: bool,
 }
@@ -57,6 +60,7 @@ pub(super) static BACKEND: BackendCell = BackendCell(UnsafeCell::new(Backend {
     slot: core::ptr::null(),
     issued: 0,
     durable_lsn: 0,
+    unsynced: false,
     ready: false,
 }));
 
@@ -98,6 +102,11 @@ pub(crate) fn generate(meta: u8) -> Sno {
     // SAFETY: single-threaded backend (see BackendCell).
     let b = unsafe { &mut *BACKEND.0.get() };
     let now = clock_units();
+    // A session that did not wait for synchronous standbys (synchronous_commit local or off,
+    // no synchronous_standby_names) and now would: its epoch ends here.
+    if b.unsynced && crate::pg::wal::sync_expected() {
+        b.epoch = 0;
+    }
     // SAFETY: null until the slow path set it; shared memory outlives the backend.
     if let Some(s) = unsafe { b.shared.as_ref() } {
         if let Some((unit, tick, seq)) = s.hot.cursor.take(now) {
@@ -170,6 +179,7 @@ pub(super) fn generate_slow(b: &mut Backend, meta: u8) -> Sno {
         let mut now = OUT_OF_RANGE;
         let mut renew = false;
         let mut tick = 0;
+        let mut judged = (0u16, 0u64);
         let grant = shmem::locked(s, |g| {
             // The epoch before the judgment reads the configured partition: a reload that
             // publishes a new one (and then a new epoch) after this read sends this backend
@@ -190,10 +200,10 @@ pub(super) fn generate_slow(b: &mut Backend, meta: u8) -> Sno {
                         slot.units_opened.fetch_add(1, Relaxed);
                     }
                 }
-                b.partition = s.partition.load(Relaxed) as u16;
-                // If the judgment started a new epoch, this one is already past: the next
-                // call comes back here once, and the judgment is then a no-op.
-                b.epoch = epoch;
+                // Given to the backend only once the bound is durable (below). If the judgment
+                // started a new epoch, this one is already past: the next call comes back here
+                // once, and the judgment is then a no-op.
+                judged = (s.partition.load(Relaxed) as u16, epoch);
                 // Renewed by the worker ahead of need, outside both locks.
                 renew = g.timeline.due(HORIZON_AHEAD, HORIZON_MARGIN).is_some();
             }
@@ -217,11 +227,17 @@ pub(super) fn generate_slow(b: &mut Backend, meta: u8) -> Sno {
                 }
                 // The bound covering IDs of this epoch must survive a failover before one
                 // leaves (a commit's wait for synchronous standbys, cancellable like it).
+                // Until then the backend has no epoch: after a cancelled wait (an ERROR), its
+                // next call must not take IDs on the fast path that the wait did not cover.
+                b.epoch = 0;
                 let lsn = s.lineage_lsn.load(Relaxed);
                 if lsn > b.durable_lsn {
-                    crate::pg::wal::make_durable(lsn);
-                    b.durable_lsn = lsn;
+                    b.unsynced = !crate::pg::wal::make_durable(lsn);
+                    if !b.unsynced {
+                        b.durable_lsn = lsn;
+                    }
                 }
+                (b.partition, b.epoch) = judged;
                 // The same checks as the fast path: a judgment may have come in between.
                 if let Some((unit, tick, seq)) = s.hot.cursor.take(now) {
                     if s.epoch.load(Relaxed) == b.epoch {
