@@ -162,6 +162,9 @@ clients_stop() {
 # shellcheck disable=SC2317 # called by the EXIT trap
 on_exit() {
     local rc=$? p
+    # Not under set -e: `(exit "$rc")` below (which gives harness_cleanup the status to report)
+    # would end the trap before the cleanup.
+    set +e
     [[ -n "$CL_WORK" ]] && touch "$CL_WORK/clients/stop" 2>/dev/null
     for p in "${CLIENT_PIDS[@]}"; do
         pkill -P "$p" 2>/dev/null || true
