@@ -432,6 +432,17 @@ pub fn decode_record(b: &[u8]) -> Option<Record> {
     })
 }
 
+/// `why` cut to at most `max` bytes at a character boundary: a reason why the state file is
+/// unusable, for a fixed buffer in shared memory (a cut in the middle of a UTF-8 character
+/// would make the whole reason unreadable).
+pub fn reason_prefix(why: &str, max: usize) -> &str {
+    let mut n = why.len().min(max);
+    while !why.is_char_boundary(n) {
+        n -= 1;
+    }
+    &why[..n]
+}
+
 /// CRC-32 (IEEE 802.3, reflected, as zlib's `crc32`).
 pub fn crc32(bytes: &[u8]) -> u32 {
     let mut crc = !0u32;
@@ -451,6 +462,16 @@ pub fn crc32(bytes: &[u8]) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_reason_is_cut_at_a_character_boundary() {
+        let why = "é".repeat(150); // 300 bytes
+        let cut = reason_prefix(&why, 200);
+        assert_eq!(cut.len(), 200);
+        assert_eq!(reason_prefix("aé", 2), "a");
+        assert_eq!(reason_prefix("short", 200), "short");
+        assert_eq!(reason_prefix("€€", 5), "€");
+    }
     use proptest::prelude::*;
 
     fn sample() -> State {

@@ -389,10 +389,7 @@ pub fn set_lineage(s: &Shared, g: &mut Guarded, st: State) {
 
 /// Records why the state file is unusable (cut to the buffer at a character boundary).
 pub fn set_reason(s: &mut Shared, why: &str) {
-    let mut n = why.len().min(s.reason.len());
-    while !why.is_char_boundary(n) {
-        n -= 1;
-    }
+    let n = state_file::reason_prefix(why, s.reason.len()).len();
     s.reason[..n].copy_from_slice(&why.as_bytes()[..n]);
     s.reason_len = n as u32;
     s.state.store(STATE_BROKEN, Ordering::Relaxed);
