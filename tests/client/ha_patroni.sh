@@ -42,8 +42,9 @@
 # Ports: nodes (PostgreSQL) PORT+600..698, the ledger PORT+699 (cluster.bash); Patroni's REST
 # API PORT+500..589; etcd two of PORT+590..599 (clients, peers). Unlike the harness's servers
 # (Unix sockets only), these listen on TCP (127.0.0.1), in the range the kernel also takes the
-# local ports of outgoing connections from: each is the lowest of its range that no socket of
-# this machine uses (/proc/net/tcp), so that a client's connection cannot make a bind fail.
+# local ports of outgoing connections from: each is the lowest odd port of its range that no
+# socket of this machine uses (/proc/net/tcp), so that a client's connection cannot make a bind
+# fail (outgoing connections get even ports first).
 #
 # Usage: ha_patroni.sh SOCKET_DIR PORT BINDIR (only PORT and BINDIR: own clusters), with
 # SNO_PG_MAJOR=15 (any other major: skipped). HA_PATRONI_PHASE: seconds the clients write
@@ -154,10 +155,13 @@ port_busy() {
         /proc/net/tcp /proc/net/tcp6 2>/dev/null
 }
 
-# free_port FIRST LAST TAKEN...: the lowest port of FIRST..LAST that is not busy nor TAKEN.
+# free_port FIRST LAST TAKEN...: the lowest odd port of FIRST..LAST that is not busy nor TAKEN.
+# Odd: Linux (4.6+) gives outgoing connections even local ports first, so a connection opened
+# between this check and the bind (one did, in CI: "Address already in use" for Patroni's REST
+# API) takes an even one.
 free_port() {
     local p t
-    for ((p = $1; p <= $2; p++)); do
+    for ((p = $1 | 1; p <= $2; p += 2)); do
         for t in "${@:3}"; do [[ "$t" == "$p" ]] && continue 2; done
         port_busy "$p" || { echo "$p"; return 0; }
     done
