@@ -187,6 +187,16 @@ node_promote() {
 
 node_lsn() { node_sql "$1" "SELECT pg_current_wal_lsn()"; }
 
+# node_make_sync PRIMARY: its standbys synchronous (synchronous_standby_names = '*', reload);
+# waits up to 10 s for one to be so (the caller checks pg_stat_replication).
+node_make_sync() {
+    node_sql "$1" "ALTER SYSTEM SET synchronous_standby_names = '*'" "SELECT pg_reload_conf()" >/dev/null
+    for _ in $(seq 100); do
+        [[ "$(node_sql "$1" "SELECT count(*) FROM pg_stat_replication WHERE sync_state = 'sync'")" == 1 ]] && return 0
+        sleep 0.1
+    done
+}
+
 # node_wait_replay NAME LSN [SECONDS]: waits until the standby replayed up to LSN; fails at
 # once if it went down.
 node_wait_replay() {

@@ -23,11 +23,7 @@ node_basebackup p s standby
 node_cmdline s shared_preload_libraries=sno sno.partition=9
 node_clock s -5s
 node_start s
-node_sql p "ALTER SYSTEM SET synchronous_standby_names = '*'" "SELECT pg_reload_conf()" >/dev/null
-for _ in $(seq 100); do
-    [[ "$(node_sql p "SELECT count(*) FROM pg_stat_replication WHERE sync_state = 'sync'")" == 1 ]] && break
-    sleep 0.1
-done
+node_make_sync p
 check "the standby is synchronous" "$(node_sql p "SELECT sync_state FROM pg_stat_replication")" sync
 # Past the horizon written at CREATE EXTENSION (2 s ahead), so that these IDs need a new one.
 sleep 3
