@@ -24,6 +24,7 @@ pub mod parts;
 pub mod planner;
 pub mod report;
 pub mod shmem;
+pub mod text_ops;
 pub mod wal;
 pub mod worker;
 

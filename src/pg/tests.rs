@@ -104,6 +104,32 @@ mod tests {
     }
 
     #[pg_test]
+    fn text_comparisons_agree_with_sno_ones_by_scan_and_by_index() {
+        run("CREATE TABLE t_txt AS SELECT sno(substring(uuid_send(gen_random_uuid()) FROM 1 FOR 10)) AS id
+             FROM generate_series(1, 20000)");
+        // Random pairs, the text side in lower and upper case, varchar and text, both ways.
+        assert!(one::<bool>(
+            "SELECT bool_and(sno_cmp_text(a, bt) = sno_cmp(a, b) AND text_cmp_sno(at, b) = sno_cmp(a, b)
+                         AND (a = bt) = (a = b) AND (a <> bt::varchar) = (a <> b) AND (a < upper(bt)) = (a < b)
+                         AND (a <= bt) = (a <= b) AND (a > bt) = (a > b) AND (a >= bt) = (a >= b)
+                         AND (at = b) = (a = b) AND (at <> b) = (a <> b) AND (upper(at)::varchar < b) = (a < b)
+                         AND (at <= b) = (a <= b) AND (at > b) = (a > b) AND (at >= b) = (a >= b))
+             FROM (SELECT id AS a, id::text AS at, lead(id) OVER (ORDER BY random()) AS b,
+                          (lead(id) OVER (ORDER BY random()))::text AS bt FROM t_txt) s WHERE b IS NOT NULL"
+        ));
+        // Through the btree index: the same rows for each of 200 random bounds.
+        run("CREATE INDEX ON t_txt (id)");
+        run("SET enable_seqscan = off");
+        run("SET enable_bitmapscan = off");
+        assert!(one::<bool>(
+            "SELECT bool_and((SELECT count(*) FROM t_txt WHERE id > x::varchar) = (SELECT count(*) FROM t_txt WHERE id::text > x COLLATE \"C\")
+                         AND (SELECT count(*) FROM t_txt WHERE id = x) = 1
+                         AND (SELECT count(*) FROM t_txt WHERE x >= id) = (SELECT count(*) FROM t_txt WHERE id::text <= x COLLATE \"C\"))
+             FROM (SELECT id::text AS x FROM t_txt ORDER BY random() LIMIT 200) s"
+        ));
+    }
+
+    #[pg_test]
     fn range_by_time_uses_the_index() {
         run("CREATE TABLE t_rng (id sno PRIMARY KEY, n int)");
         run("INSERT INTO t_rng SELECT sno_from_parts(timestamptz '2024-01-01 00:00:00+00' + g * interval '1 second', 1, 7, 0), g

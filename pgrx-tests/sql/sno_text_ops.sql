@@ -1,0 +1,148 @@
+-- Comparisons between sno and text (and varchar, char), and the assignment casts text -> sno and
+-- varchar -> sno (0.4.0): what ORMs send for a string ID. Each answer is compared with the
+-- same query written with ::sno; the plans show the index (or partition pruning) in use.
+CREATE EXTENSION IF NOT EXISTS sno;
+SET timezone = 'UTC';
+\set VERBOSITY default
+
+CREATE TABLE tt (id sno PRIMARY KEY, n int NOT NULL);
+INSERT INTO tt SELECT sno_from_parts(timestamptz '2026-01-01 00:00:00+00' + g * interval '4 ms', 1, 7, g % 3), g
+FROM generate_series(1, 2000) g;
+CREATE TABLE tc (id sno PRIMARY KEY, parent sno REFERENCES tt, label text);
+INSERT INTO tc SELECT sno_from_parts(timestamptz '2026-01-01 00:00:00+00' + g * interval '4 ms', 2, 7, 0), id, id::text
+FROM tt JOIN generate_series(1, 2000, 10) g ON tt.n = g;
+ANALYZE tt, tc;
+
+-- Every operator, both ways, agrees with the sno-sno one (and with text order under "C").
+SELECT a.op, count(*) AS pairs,
+       count(*) FILTER (WHERE a.sno_sno = a.sno_text AND a.sno_sno = a.text_sno AND a.sno_sno = a.c_order) AS agree
+FROM (
+    SELECT o.op,
+           CASE o.op WHEN '=' THEN x.id = y.id WHEN '<>' THEN x.id <> y.id WHEN '<' THEN x.id < y.id
+                     WHEN '<=' THEN x.id <= y.id WHEN '>' THEN x.id > y.id ELSE x.id >= y.id END AS sno_sno,
+           CASE o.op WHEN '=' THEN x.id = y.id::text WHEN '<>' THEN x.id <> y.id::text WHEN '<' THEN x.id < y.id::text
+                     WHEN '<=' THEN x.id <= y.id::text WHEN '>' THEN x.id > y.id::text ELSE x.id >= y.id::text END AS sno_text,
+           CASE o.op WHEN '=' THEN x.id::text = y.id WHEN '<>' THEN x.id::text <> y.id WHEN '<' THEN x.id::text < y.id
+                     WHEN '<=' THEN x.id::text <= y.id WHEN '>' THEN x.id::text > y.id ELSE x.id::text >= y.id END AS text_sno,
+           CASE o.op WHEN '=' THEN x.id::text = y.id::text COLLATE "C" WHEN '<>' THEN x.id::text <> y.id::text COLLATE "C"
+                     WHEN '<' THEN x.id::text < y.id::text COLLATE "C" WHEN '<=' THEN x.id::text <= y.id::text COLLATE "C"
+                     WHEN '>' THEN x.id::text > y.id::text COLLATE "C" ELSE x.id::text >= y.id::text COLLATE "C" END AS c_order
+    FROM (SELECT id FROM tt WHERE n % 97 = 0 UNION ALL SELECT 'xxxxxxxxxxxxxxxx' UNION ALL SELECT '2222222222222222') x,
+         (SELECT id FROM tt WHERE n % 89 = 0 UNION ALL SELECT 'xxxxxxxxxxxxxxxx') y,
+         (VALUES ('='), ('<>'), ('<'), ('<='), ('>'), ('>=')) o(op)
+) a GROUP BY a.op ORDER BY a.op;
+-- Upper case and the bytea hex form are read as the input reads them; char(16) and varchar too.
+SELECT id = upper(id::text) AS upper, id = ('\x' || encode(id::bytea, 'hex')) AS hex,
+       id = id::text::varchar AS varchar, id = id::text::char(16) AS bpchar
+FROM tt WHERE n = 1000;
+-- A NULL string: NULL, as for any strict operator.
+SELECT (SELECT id FROM tt WHERE n = 1) = NULL::text AS is_null;
+
+-- Bad strings: the input error (22P02), naming the value, from either side; never false.
+\set VERBOSITY verbose
+SELECT count(*) FROM tt WHERE id = 'brpk4q72xwf2m63'::varchar;
+SELECT count(*) FROM tt WHERE 'brpk4q72xwf2m63z'::text = id;
+SELECT count(*) FROM tt WHERE id > 'brpk4q72xwf2m63!'::varchar;
+\set VERBOSITY default
+-- ... also when the index compares (the scan key is read before the scan).
+SET enable_seqscan = off;
+SELECT count(*) FROM tt WHERE id = ''::varchar;
+RESET enable_seqscan;
+
+-- Unknown literals still resolve to sno = sno (no ambiguity), and function calls as before.
+EXPLAIN (COSTS OFF) SELECT * FROM tt WHERE id = 'brpk4q72xwf2m63l';
+SELECT sno_time('brpk4q72xwf2m63l') AS sno_time_of_unknown;
+
+-- The index answers =, >, <=, BETWEEN, IN and = ANY with varchar and text values.
+EXPLAIN (COSTS OFF) SELECT n FROM tt WHERE id = 'ax2ppme7ml2224ee'::varchar;
+EXPLAIN (COSTS OFF) SELECT n FROM tt WHERE 'ax2ppme7ml2224ee'::text = id;
+EXPLAIN (COSTS OFF) SELECT n FROM tt WHERE id > 'ax2ppme7ml2224ee'::varchar ORDER BY id LIMIT 5;
+EXPLAIN (COSTS OFF) SELECT n FROM tt WHERE id IN ('ax2ppme7ml2224ee'::varchar, 'ax2ppme7ml2232ee'::varchar);
+EXPLAIN (COSTS OFF) SELECT n FROM tt WHERE id = ANY(ARRAY['ax2ppme7ml2224ee', 'ax2ppme7ml2232ee']::varchar[]);
+-- The answers equal those of ::sno.
+SELECT (SELECT array_agg(n ORDER BY n) FROM tt WHERE id > (SELECT id FROM tt WHERE n = 1990)::text::varchar)
+     = (SELECT array_agg(n ORDER BY n) FROM tt WHERE id > (SELECT id FROM tt WHERE n = 1990)) AS gt_same,
+       (SELECT array_agg(n ORDER BY n) FROM tt WHERE id BETWEEN (SELECT id::text FROM tt WHERE n = 10) AND (SELECT id::text FROM tt WHERE n = 20))
+     = ARRAY(SELECT generate_series(10, 20)) AS between_same,
+       (SELECT array_agg(n ORDER BY n) FROM tt WHERE id = ANY(ARRAY(SELECT id::text::varchar FROM tt WHERE n % 500 = 0)))
+     = ARRAY[500, 1000, 1500, 2000] AS any_same;
+
+-- Prepared with varchar parameters (what a driver sends), custom and generic plans.
+PREPARE byid(varchar) AS SELECT n FROM tt WHERE id = $1;
+PREPARE after(varchar) AS SELECT n FROM tt WHERE id > $1 ORDER BY id LIMIT 3;
+EXPLAIN (COSTS OFF) EXECUTE byid('ax2ppme7ml2224ee');
+SET plan_cache_mode = force_generic_plan;
+EXPLAIN (COSTS OFF) EXECUTE byid('ax2ppme7ml2224ee');
+EXPLAIN (COSTS OFF) EXECUTE after('ax2ppme7ml2224ee');
+SELECT id::text AS id1234 FROM tt WHERE n = 1234 \gset
+EXECUTE byid(:'id1234');
+EXECUTE after(upper(:'id1234'));
+-- = ANY of a varchar array through the index (the scan sorts the elements as IDs), and IN.
+SET enable_seqscan = off;
+SET enable_bitmapscan = off;
+PREPARE anyof(varchar[]) AS SELECT array_agg(n ORDER BY n) FROM tt WHERE id = ANY($1);
+EXPLAIN (COSTS OFF) EXECUTE anyof(ARRAY['ax2ppme7ml2224ee']);
+SELECT array_agg(n ORDER BY n) FROM tt WHERE id = ANY(ARRAY(SELECT id::text FROM tt WHERE n % 400 = 0 ORDER BY random())::varchar[]);
+EXECUTE anyof(ARRAY[:'id1234', upper(:'id1234'), NULL, :'id1234']);
+EXECUTE anyof(ARRAY[:'id1234', 'ax2ppme7ml2224e']);
+SELECT array_agg(n ORDER BY n) FROM tt WHERE id IN (:'id1234'::varchar, (SELECT id::text FROM tt WHERE n = 7)::varchar);
+RESET enable_seqscan;
+RESET enable_bitmapscan;
+RESET plan_cache_mode;
+
+-- A join against a text column finds rows through the index on the sno column.
+SET enable_hashjoin = off;
+SET enable_mergejoin = off;
+EXPLAIN (COSTS OFF) SELECT tt.n FROM tc JOIN tt ON tt.id = tc.label WHERE tc.label < 'ax2ppme7ml2224ee';
+SELECT count(*) AS joined, count(*) FILTER (WHERE tt.id = tc.parent) AS same_parent
+FROM tc JOIN tt ON tt.id = tc.label;
+RESET enable_hashjoin;
+RESET enable_mergejoin;
+
+-- Range partitions are pruned by a varchar bound, at plan time and at run time.
+CREATE TABLE tpart (id sno NOT NULL, n int) PARTITION BY RANGE (id);
+CREATE TABLE tpart_a PARTITION OF tpart FOR VALUES FROM (MINVALUE) TO ('ax2ppme7ml2224ee');
+CREATE TABLE tpart_b PARTITION OF tpart FOR VALUES FROM ('ax2ppme7ml2224ee') TO (MAXVALUE);
+INSERT INTO tpart SELECT id, n FROM tt;
+EXPLAIN (COSTS OFF) SELECT count(*) FROM tpart WHERE id >= 'ax2ppme7ml2224ee'::varchar;
+PREPARE part(varchar) AS SELECT count(*) FROM tpart WHERE id < $1;
+SET plan_cache_mode = force_generic_plan;
+EXPLAIN (COSTS OFF) EXECUTE part('ax2ppme7ml2224ee');
+RESET plan_cache_mode;
+
+-- INSERT and UPDATE of a sno column take text and varchar values (assignment casts), with the
+-- input's rules; INSERT ... SELECT from a text column too. An explicit cast is unchanged.
+CREATE TABLE ti (id sno PRIMARY KEY DEFAULT sno_generate(1), ref sno);
+PREPARE ins(varchar, text) AS INSERT INTO ti VALUES ($1, $2) RETURNING id, ref;
+EXECUTE ins('ax2ppme7ml2224ee', 'AX2PPME7ML2232EE');
+INSERT INTO ti (id) SELECT label FROM tc ORDER BY label LIMIT 2;
+SELECT count(*) AS from_text_column FROM ti JOIN tc ON tc.label::sno = ti.id;
+UPDATE ti SET ref = 'ax2ppme7ml2224ee'::varchar WHERE id = 'ax2ppme7ml2224ee'::varchar RETURNING id, ref;
+EXECUTE ins('ax2ppme7ml2224e', NULL);
+UPDATE ti SET ref = 'ax2ppme7ml2224ez'::text;
+SELECT count(*) AS rows_kept, count(*) FILTER (WHERE ref = 'ax2ppme7ml2224ee') AS refs_kept FROM ti;
+SELECT 'ax2ppme7ml2224ee'::varchar::sno AS explicit_varchar, CAST('ax2ppme7ml2224ee'::text AS sno) AS explicit_text;
+SELECT castcontext, castmethod FROM pg_cast
+WHERE castsource IN ('text'::regtype, 'varchar'::regtype) AND casttarget = 'sno'::regtype ORDER BY castsource;
+
+-- No implicit cast: mixing sno and text where one type must be chosen stays an error, as for
+-- uuid; an unknown literal still becomes sno.
+SELECT id FROM tt WHERE n = 1 UNION SELECT 'ax2ppme7ml2224ee'::text;
+SELECT COALESCE(NULL::sno, 'ax2ppme7ml2224ee'::varchar);
+SELECT COALESCE(NULL::sno, 'ax2ppme7ml2224ee') AS coalesce_unknown, pg_typeof(COALESCE(NULL::sno, 'ax2ppme7ml2224ee'));
+SELECT pg_typeof(x) FROM (SELECT id FROM tt WHERE n = 1 UNION SELECT 'ax2ppme7ml2224ee') s(x) LIMIT 1;
+-- Text functions do not take a sno implicitly.
+SELECT length(id) FROM tt WHERE n = 1;
+
+-- The sno-text comparisons are members of sno's btree family only (not hash), and the
+-- family validates.
+SELECT am.amname, amoplefttype::regtype, amoprighttype::regtype, count(*)
+FROM pg_amop JOIN pg_am am ON am.oid = amopmethod
+WHERE 'text'::regtype IN (amoplefttype, amoprighttype) AND 'sno'::regtype IN (amoplefttype, amoprighttype)
+GROUP BY 1, 2, 3 ORDER BY 1, 2;
+SELECT amproclefttype::regtype, amprocrighttype::regtype, amprocnum, amproc
+FROM pg_amproc WHERE 'text'::regtype IN (amproclefttype, amprocrighttype)
+  AND 'sno'::regtype IN (amproclefttype, amprocrighttype) ORDER BY 1;
+SELECT proname, proleakproof FROM pg_proc WHERE proname ~ '^(sno_.*_text|text_.*_sno)$' AND proleakproof;
+
+DROP TABLE ti, tpart, tc, tt;
