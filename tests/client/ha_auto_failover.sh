@@ -461,8 +461,19 @@ round() {
         paf_run "$old"
         ;;
     switchover)
-        paf "$MON" perform switchover --formation default >>"$(node_log "$MON")" 2>&1 ||
-            bad "$TOPO round $ROUND: pg_autoctl perform switchover failed"
+        # The monitor refuses a switchover while the secondary it just saw rejoin is not yet
+        # reported ready (seen once under load, right after a kill round): try again, as a DBA
+        # would, up to three times.
+        local try switched=""
+        for try in 1 2 3; do
+            if paf "$MON" perform switchover --formation default >>"$(node_log "$MON")" 2>&1; then
+                switched=yes
+                break
+            fi
+            echo "    round $ROUND: pg_autoctl perform switchover failed (try $try; $(paf_states))"
+            sleep 5
+        done
+        [[ -n "$switched" ]] || bad "$TOPO round $ROUND: pg_autoctl perform switchover failed three times"
         t1=$((SECONDS - t0))
         ;;
     esac
