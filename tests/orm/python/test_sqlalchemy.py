@@ -200,11 +200,10 @@ def sync_existing_table():
     engine.dispose()
 
 
-@case("SQLAlchemy + psycopg 3 with a plain String mapping over sno columns (::VARCHAR parameters): works with "
-      "sno 0.4.0's sno-text operators and assignment casts (fails on 0.3.0: operator does not exist: sno = character varying)")
-def sync_plain_string():
-    from sqlalchemy import FetchedValue, ForeignKey, String, create_engine, select
-    from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, relationship
+def plain_string_models():
+    """The natural mapping without sno_pg: String columns (bound ::VARCHAR), the server's default."""
+    from sqlalchemy import FetchedValue, ForeignKey, String
+    from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
     class Base(DeclarativeBase):
         pass
@@ -221,6 +220,16 @@ def sync_plain_string():
         order_id: Mapped[str] = mapped_column(String, ForeignKey("orders.id"))
         order: Mapped[POrder] = relationship(back_populates="items")
 
+    return POrder, PItem
+
+
+@case("SQLAlchemy + psycopg 3 with a plain String mapping over sno columns (::VARCHAR parameters): works with "
+      "sno 0.4.0's sno-text operators and assignment casts (fails on 0.3.0: operator does not exist: sno = character varying)")
+def sync_plain_string():
+    from sqlalchemy import create_engine, select
+    from sqlalchemy.orm import Session
+
+    POrder, PItem = plain_string_models()
     db = new_database("sa_string")
     harness.ddl(db, *EXISTING_TABLES)
     engine = create_engine(url(db, "psycopg"), connect_args=TZ_OPTIONS)
@@ -246,24 +255,13 @@ def readme_async():
     assert sql(db, "SELECT count(*) FROM items WHERE order_id = %s::sno", order_id) == [(1000,)]
 
 
-@case("SQLAlchemy + asyncpg: the six checks on the README's models (run_sync(create_all)), parameters cast $1::sno, "
-      "and a 15-character ID, "
-      "a 'z' and a '!' failing with SQLSTATE 22P02")
-async def async_six():
+async def six_checks_async(db, engine, Order, Item, items="items"):
+    """The six checks through an AsyncSession."""
     from sqlalchemy import func, insert, select
-    from sqlalchemy.ext.asyncio import AsyncSession, create_async_engine
+    from sqlalchemy.ext.asyncio import AsyncSession
     from sqlalchemy.orm import selectinload
 
-    import models
-
-    Order, Item = models.Order, models.Item
-    db = new_database("sa_async")
-    engine = create_async_engine(url(db, "asyncpg"), connect_args={"server_settings": {"TimeZone": "America/New_York"}})
-    async with engine.begin() as conn:
-        await conn.run_sync(models.Base.metadata.create_all)
-    check_schema(db, "orders", "items")
-    stmt = str(select(Order).where(Order.id > "x").compile(engine))
-    assert "orders.id > $1::sno" in stmt, f"the parameter is not cast to sno: {stmt}"
+    # 1. insert, the generated ID back.
     async with AsyncSession(engine, expire_on_commit=False) as s:
         order = Order(customer=42)
         s.add(order)
@@ -272,8 +270,12 @@ async def async_six():
         check_generated(db, first)
         await s.commit()
     async with AsyncSession(engine) as s:
+        # 2. fetch by ID (a query: a new session has an empty identity map), also in upper case.
         got = await s.get(Order, first)
-        assert got.customer == 42 and got.id == first
+        assert got is not None and got.customer == 42 and got.id == first, f"get({first!r}) gave {got}"
+        got = (await s.scalars(select(Order).where(Order.id == first.upper()))).one()
+        assert got.id == first, f"WHERE id = upper-case gave {got.id!r}"
+        # 3. ORDER BY id, id > x.
         made = []
         for n in range(5):
             o = Order(customer=1000 + n)
@@ -282,29 +284,84 @@ async def async_six():
             made.append(o.id)
         await s.commit()
         assert made == sorted(made), f"IDs made in a row are not in order: {made}"
+        rows = (await s.scalars(select(Order.id).where(Order.customer >= 1000).order_by(Order.id.desc()))).all()
+        assert rows == made[::-1], f"ORDER BY id DESC gave {rows}, want {made[::-1]}"
         rows = (await s.scalars(select(Order.id).where(Order.id > made[1], Order.customer >= 1000).order_by(Order.id))).all()
         assert rows == made[2:], f"id > {made[1]} gave {rows}, want {made[2:]}"
         s.add_all([Item(order_id=first) for _ in range(3)])
         await s.commit()
     async with AsyncSession(engine) as s:
+        # 4. the relation.
         parent = (await s.scalars(select(Order).where(Order.id == first).options(selectinload(Order.items)))).one()
-        assert len(parent.items) == 3 and all(i.order_id == first for i in parent.items)
+        assert len(parent.items) == 3 and all(i.order_id == first for i in parent.items), f"items {parent.items}"
+        # 5. sno_time(id) in a filter, with client-given IDs made at known times.
         id2020, id2024 = harness.server_units(db, T2020, T2024)
-        s.add_all([Order(id=id2020, customer=2020), Order(id=id2024, customer=2024)])
+        s.add_all([Order(id=id2020, customer=2020), Order(id=id2024.upper(), customer=2024)])
         await s.commit()
         got = (await s.scalars(select(Order.id).where(func.sno_time(Order.id) == T2024))).all()
         assert got == [id2024], f"sno_time(id) = {T2024} gave {got}"
+        got = (await s.scalars(select(Order.customer).where(func.sno_time(Order.id) < datetime(2023, 1, 1, tzinfo=timezone.utc)))).all()
+        assert got == [2020], f"sno_time(id) < 2023 gave customers {got}, want [2020]"
+        # 6. 1,000 rows in one bulk insert, the IDs returned.
         ids = (await s.scalars(insert(Item).returning(Item.id), [{"order_id": first}] * 1000)).all()
         await s.commit()
         assert len(ids) == 1000 and len(set(ids)) == 1000 and all(isinstance(i, str) and len(i) == 16 for i in ids)
+        (n,), = sql(db, f"SELECT count(*) FROM {items} WHERE order_id = %s::sno AND id = ANY(%s::sno[])", first, ids)
+        assert n == 1000, f"{n} of the 1,000 IDs are in {items}"
+
+
+async def bad_ids_async(engine, Order):
+    from sqlalchemy import select
+    from sqlalchemy.ext.asyncio import AsyncSession
+
     for bad in BAD_IDS:
         async with AsyncSession(engine) as s:
             with bad_input(f"asyncpg get({bad!r})"):
                 await s.get(Order, bad)
         async with AsyncSession(engine) as s:
+            with bad_input(f"asyncpg WHERE id > {bad!r}"):
+                (await s.scalars(select(Order).where(Order.id > bad))).all()
+        async with AsyncSession(engine) as s:
             with bad_input(f"asyncpg INSERT id {bad!r}"):
                 s.add(Order(id=bad, customer=1))
                 await s.flush()
+
+
+@case("SQLAlchemy + asyncpg: the six checks on the README's models (run_sync(create_all)), parameters cast $1::sno, "
+      "and a 15-character ID, "
+      "a 'z' and a '!' failing with SQLSTATE 22P02")
+async def async_six():
+    from sqlalchemy import select
+    from sqlalchemy.ext.asyncio import create_async_engine
+
+    import models
+
+    db = new_database("sa_async")
+    engine = create_async_engine(url(db, "asyncpg"), connect_args={"server_settings": {"TimeZone": "America/New_York"}})
+    async with engine.begin() as conn:
+        await conn.run_sync(models.Base.metadata.create_all)
+    check_schema(db, "orders", "items")
+    stmt = str(select(models.Order).where(models.Order.id > "x").compile(engine))
+    assert "orders.id > $1::sno" in stmt, f"the parameter is not cast to sno: {stmt}"
+    await six_checks_async(db, engine, models.Order, models.Item)
+    await bad_ids_async(engine, models.Order)
+    await engine.dispose()
+
+
+@case("SQLAlchemy + asyncpg with a plain String mapping over sno columns made by SQL ($1::VARCHAR parameters): "
+      "the six checks and bad IDs (22P02) work with sno 0.4.0's sno-text operators and assignment casts")
+async def async_plain_string():
+    from sqlalchemy import select
+    from sqlalchemy.ext.asyncio import create_async_engine
+
+    POrder, PItem = plain_string_models()
+    db = new_database("sa_async_string")
+    harness.ddl(db, *EXISTING_TABLES)
+    engine = create_async_engine(url(db, "asyncpg"), connect_args={"server_settings": {"TimeZone": "America/New_York"}})
+    stmt = str(select(POrder).where(POrder.id == "x").compile(engine))
+    assert "orders.id = $1::VARCHAR" in stmt, f"String no longer binds ::VARCHAR with asyncpg: {stmt}"
+    await six_checks_async(db, engine, POrder, PItem)
+    await bad_ids_async(engine, POrder)
     await engine.dispose()
 
 
@@ -329,6 +386,39 @@ def sqlmodel_six():
         s.refresh(o)
         assert json.loads(o.model_dump_json()) == {"id": o.id, "customer": 9}, o.model_dump_json()
     engine.dispose()
+
+
+@case("SQLModel with plain str fields (AutoString, ::VARCHAR parameters) over sno tables made by SQL: the six "
+      "checks and bad IDs (22P02) work with sno 0.4.0's sno-text operators and assignment casts")
+def sqlmodel_plain_str():
+    # After sqlmodel_six: these tables join SQLModel's one metadata, which that case's create_all makes.
+    from typing import Optional
+
+    from sqlalchemy import FetchedValue, select
+    from sqlmodel import Field, Relationship, Session, SQLModel, create_engine
+
+    class PlainOrder(SQLModel, table=True):
+        __tablename__ = "p_orders"
+        id: Optional[str] = Field(default=None, primary_key=True, sa_column_kwargs={"server_default": FetchedValue()})
+        customer: int
+        items: list["PlainItem"] = Relationship(back_populates="order")
+
+    class PlainItem(SQLModel, table=True):
+        __tablename__ = "p_items"
+        id: Optional[str] = Field(default=None, primary_key=True, sa_column_kwargs={"server_default": FetchedValue()})
+        order_id: str = Field(foreign_key="p_orders.id")
+        order: Optional[PlainOrder] = Relationship(back_populates="items")
+
+    db = new_database("sqlmodel_str")
+    harness.ddl(db, *(t.replace("orders", "p_orders").replace("items", "p_items") for t in EXISTING_TABLES))
+    engine = create_engine(url(db, "psycopg"), connect_args=TZ_OPTIONS)
+    stmt = str(select(PlainOrder).where(PlainOrder.id == "x").compile(engine))
+    assert "p_orders.id = %(id_1)s::VARCHAR" in stmt, f"a SQLModel str no longer binds ::VARCHAR: {stmt}"
+    six_checks_sync(db, engine, Session, PlainOrder, PlainItem, orders="p_orders", items="p_items")
+    bad_ids_sync(engine, Session, PlainOrder)
+    engine.dispose()
+    SQLModel.metadata.remove(PlainItem.__table__)
+    SQLModel.metadata.remove(PlainOrder.__table__)
 
 
 @case("Alembic: alembic init, the README's line in script.py.mako, revision --autogenerate renders "
