@@ -5,7 +5,7 @@
 //! One crate, three layers, each in its own folder:
 //! - [`id`]: the value. [`Sno`], its 10-byte layout, the 16-character text form, time
 //!   conversions; with the features `serde`, `postgres` (`postgres-types`: `tokio-postgres`,
-//!   `postgres`) and `sqlx`, its support in those crates. This is what a Rust service uses.
+//!   `postgres`), `sqlx`, `diesel` and `sea-orm`, its support in those crates. This is what a Rust service uses.
 //! - [`generator`]: the generator's pure decisions. The tick-tock timeline that never issues an
 //!   ID twice, the durable state file format, and the lineage of a data directory (which
 //!   partitions its copies, standbys and upgrades may use).
