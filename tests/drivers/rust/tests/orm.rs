@@ -300,6 +300,20 @@ fn diesel() {
     }
 }
 
+/// The ids of the orders a SeaORM query returns, in its order.
+async fn order_ids(
+    db: &sea_orm::DatabaseConnection,
+    query: sea_orm::Select<entities::order::Entity>,
+) -> Vec<Sno> {
+    query
+        .all(db)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|m| m.id)
+        .collect()
+}
+
 #[tokio::test]
 async fn sea_orm() {
     use entities::{item, order, readme_sea_orm_queries};
@@ -387,24 +401,10 @@ async fn sea_orm() {
     }
     let more = all[1..].to_vec();
     all.sort();
-    let ordered: Vec<Sno> = order::Entity::find()
-        .order_by_asc(order::Column::Id)
-        .all(&db)
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|m| m.id)
-        .collect();
+    let by_id = || order::Entity::find().order_by_asc(order::Column::Id);
+    let ordered = order_ids(&db, by_id()).await;
     assert_eq!(ordered, all, "3. ORDER BY id");
-    let after: Vec<Sno> = order::Entity::find()
-        .filter(order::Column::Id.gt(all[1]))
-        .order_by_asc(order::Column::Id)
-        .all(&db)
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|m| m.id)
-        .collect();
+    let after = order_ids(&db, by_id().filter(order::Column::Id.gt(all[1]))).await;
     assert_eq!(after, all[2..], "3. id > x");
     let some = order::Entity::find()
         .filter(order::Column::Id.is_in([all[0], all[3]]))
