@@ -17,7 +17,7 @@
 #      HINT is followed as printed (its pg_stat_replication query, once s runs again) and IDs
 #      are made; p stops with -m immediate and s, its clock 5 s behind, is promoted: no ID any
 #      client was given is made again, and the takeover of partition 9 at the promotion is in
-#      s's server log, not in the client's output.
+#      s's server log and its sno_generator_lineage, not in the client's output.
 #   2. A reload in the middle of a statement. p2 makes IDs in one INSERT ... SELECT for about
 #      4 s (one row each millisecond, with clock_timestamp() and sno_current_partition() of the
 #      row); meanwhile sno.partition goes from 21 to 22 with ALTER SYSTEM and pg_reload_conf().
@@ -196,6 +196,10 @@ for _ in $(seq 50); do
 done
 check "the takeover is in s's server log" \
     "$(node_log_since s "$mark" | grep -c "LOG:  sno: partition 9 was used before this server's promotion")" 1
+check "the takeover is in s's sno_generator_lineage: partition 9 used before the promotion, with the bound s went on after" \
+    "$(node_sql s "SELECT count(*) FROM sno_generator_lineage WHERE partition = 9 AND NOT used_here AND ids_until IS NOT NULL")" 1
+check "and partition 9 used by s itself since" \
+    "$(node_sql s "SELECT count(*) FROM sno_generator_lineage WHERE partition = 9 AND used_here")" 1
 ledger_check "a stalled synchronous standby, cancels, a failover"
 
 echo "--- 2. a reload in the middle of a statement"
