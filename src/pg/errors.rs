@@ -358,6 +358,12 @@ pub fn warn_later(p: Problem<'_>) {
     DEFERRED.0.borrow_mut().push((p.report(), true));
 }
 
+/// How many messages are noted and not yet written (for the in-database tests).
+#[cfg(any(test, feature = "pg_test"))]
+pub fn deferred_len() -> usize {
+    DEFERRED.0.borrow().len()
+}
+
 /// Writes what [`log_later`] and [`warn_later`] noted. Outside the lock.
 #[inline]
 pub fn emit_deferred() {

@@ -401,4 +401,51 @@ mod tests {
             one("SELECT full_unit_stalls FROM sno_generator_backends WHERE pid = pg_backend_pid()");
         assert!(mine >= stalls, "{mine} < {stalls}");
     }
+
+    /// A server-level event noticed under the generator's lock (a takeover, a new derived
+    /// partition) is noted, and written to the server log only once the lock is released: a
+    /// client that reads slowly never holds up the sessions that generate.
+    #[pg_test]
+    fn server_events_are_written_after_the_lock_is_released() {
+        use crate::pg::errors::{deferred_len, log_later, Problem};
+        use crate::pg::shmem;
+        let s = shmem::shared().expect("sno is preloaded in the test cluster");
+        let (noted, held) = shmem::locked(s, |_| {
+            log_later(Problem::TookOver {
+                partition: 9,
+                by_take_over: false,
+            });
+            // SAFETY: plain LWLock query.
+            (deferred_len(), unsafe { pg_sys::LWLockHeldByMe(s.lock) })
+        });
+        assert!(held, "the closure ran without the lock");
+        assert_eq!(noted, 1, "the event was written while the lock was held");
+        assert_eq!(
+            deferred_len(),
+            0,
+            "the event was not written after the lock"
+        );
+    }
+
+    /// The monitoring functions read under the generator's lock in shared mode: they run
+    /// while another reader holds it (here this backend itself, in shared mode), where one
+    /// taking it exclusively would wait for it.
+    #[pg_test]
+    fn monitoring_reads_the_lock_in_shared_mode() {
+        use crate::pg::shmem;
+        let s = shmem::shared().expect("sno is preloaded in the test cluster");
+        run("SELECT sno_generate(1)");
+        // SAFETY: plain LWLock use, released below (an error aborts the transaction, which
+        // releases every LWLock).
+        unsafe { pg_sys::LWLockAcquire(s.lock, pg_sys::LWLockMode::LW_SHARED) };
+        let rows = one::<i64>(
+            "SELECT (SELECT count(*) FROM sno_generator) + (SELECT count(*) FROM sno_generator_lineage)
+                  + (SELECT count(*) FROM sno_generator_backends) + (SELECT count(*) FROM sno_generator_slice())",
+        );
+        let partition = one::<i32>("SELECT sno_current_partition()");
+        // SAFETY: held above.
+        unsafe { pg_sys::LWLockRelease(s.lock) };
+        assert!(rows >= 4, "{rows} rows");
+        assert_eq!(partition, one::<i32>("SELECT partition FROM sno_generator"));
+    }
 }
