@@ -429,7 +429,7 @@ mod tests {
 
     /// The monitoring functions read under the generator's lock in shared mode: they run
     /// while another reader holds it (here this backend itself, in shared mode), where one
-    /// taking it exclusively would wait for it.
+    /// taking it exclusively would wait for it for ever: a regression hangs this test.
     #[pg_test]
     fn monitoring_reads_the_lock_in_shared_mode() {
         use crate::pg::shmem;

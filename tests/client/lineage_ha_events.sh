@@ -196,7 +196,7 @@ for _ in $(seq 50); do
 done
 check "the takeover is in s's server log" \
     "$(node_log_since s "$mark" | grep -c "LOG:  sno: partition 9 was used before this server's promotion")" 1
-check "the takeover is in s's sno_generator_lineage: partition 9 used before the promotion, with the bound s went on after" \
+check "the takeover is in s's sno_generator_lineage: partition 9 used before the promotion, with its bound" \
     "$(node_sql s "SELECT count(*) FROM sno_generator_lineage WHERE partition = 9 AND NOT used_here AND ids_until IS NOT NULL")" 1
 check "and partition 9 used by s itself since" \
     "$(node_sql s "SELECT count(*) FROM sno_generator_lineage WHERE partition = 9 AND used_here")" 1
