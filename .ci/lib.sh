@@ -23,10 +23,11 @@ say() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
 # Debian packages: PostgreSQL 15 with headers, libclang for bindgen, sudo to run as
 # postgres, libfaketime for clock tests, procps (pgrep) for the crash tests, binutils (readelf,
 # objdump, nm) for the packages, libpq-dev for Diesel (tests/drivers/rust); the HA managers of
-# the HA tier (tests/client/ha_*.sh, on 15): Patroni with etcd, and pg_auto_failover.
+# the HA tier (tests/client/ha_*.sh, on 15): Patroni with etcd, and pg_auto_failover; SQLsmith
+# for the random-query tier (tests/client/sqlsmith.sh, on 15).
 ensure_debian_packages() {
     local want=(postgresql-15 postgresql-server-dev-15 postgresql-contrib libclang-dev clang sudo faketime libfaketime procps binutils libpq-dev
-        patroni etcd-server postgresql-15-auto-failover)
+        patroni etcd-server postgresql-15-auto-failover sqlsmith)
     local missing=()
     for p in "${want[@]}"; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
