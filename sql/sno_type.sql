@@ -215,7 +215,7 @@ GRANT EXECUTE ON FUNCTION sno_lower_bound(timestamptz), sno_upper_bound(timestam
 -- others bind text): `id = $1::varchar` and `INSERT ... VALUES ($1::varchar)` work
 -- and use the index, with no cast written by the user. The text side is read with the type's
 -- input rules: a string that is not an ID is the 22P02 input error, as '...'::sno is (so these
--- are not LEAKPROOF). varchar (and char) coerce to text for free, so (sno, text) covers them.
+-- are not LEAKPROOF). varchar, char and name have operators of their own (0.4.1, below).
 -- The (sno, text) and (text, sno) operators are members of sno's btree family: btree index
 -- scans, ORDER BY ... index scans with a text bound, = ANY($1::varchar[]), nested-loop joins
 -- on a text column by index, and range-partition pruning all use them. Not in the hash
@@ -320,6 +320,300 @@ ALTER OPERATOR FAMILY sno_ops USING btree ADD
     -- Two strings compared as IDs: the btree scan sorts the elements of id = ANY($1::text[])
     -- with it. No (text, text) operators: text's own depend on the collation.
     FUNCTION 1 sno_cmp_texts(text, text);
+
+-- Comparisons with varchar, char and name (0.4.1) ----------------------------------------------
+-- The same six comparisons, both ways, with the other string types, so that `id = $1::varchar`
+-- (and char, name) resolves to an operator of sno's schema by exact match. With (sno, text)
+-- alone these types needed a coercion, and an exact `=(sno, varchar)` another role made in any
+-- schema of the caller's search_path, even one after sno's, won over sno's operator.
+-- * varchar is binary-compatible with text: its functions name the text ones' C symbols.
+-- * bpchar (char(n)): trailing spaces are padding, insignificant as in every bpchar comparison
+--   (and as 0.4.0 compared them, through bpchar::text); the rest is read as text is.
+-- * name: the string up to its terminating NUL, read as text is.
+-- Each is in sno's btree family as text is (index scans, ORDER BY, = ANY of an array with its
+-- own (T, T) order, joins, range-partition pruning); none in the hash family; not LEAKPROOF.
+
+-- varchar
+CREATE FUNCTION sno_cmp_varchar(sno, varchar) RETURNS int4
+    AS 'MODULE_PATHNAME', 'sno_cmp_text' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION sno_eq_varchar(sno, varchar) RETURNS bool
+    AS 'MODULE_PATHNAME', 'sno_eq_text' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION sno_ne_varchar(sno, varchar) RETURNS bool
+    AS 'MODULE_PATHNAME', 'sno_ne_text' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION sno_lt_varchar(sno, varchar) RETURNS bool
+    AS 'MODULE_PATHNAME', 'sno_lt_text' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION sno_le_varchar(sno, varchar) RETURNS bool
+    AS 'MODULE_PATHNAME', 'sno_le_text' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION sno_gt_varchar(sno, varchar) RETURNS bool
+    AS 'MODULE_PATHNAME', 'sno_gt_text' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION sno_ge_varchar(sno, varchar) RETURNS bool
+    AS 'MODULE_PATHNAME', 'sno_ge_text' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION sno_cmp_varchars(varchar, varchar) RETURNS int4
+    AS 'MODULE_PATHNAME', 'sno_cmp_texts' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION varchar_cmp_sno(varchar, sno) RETURNS int4
+    AS 'MODULE_PATHNAME', 'text_cmp_sno' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION varchar_eq_sno(varchar, sno) RETURNS bool
+    AS 'MODULE_PATHNAME', 'text_eq_sno' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION varchar_ne_sno(varchar, sno) RETURNS bool
+    AS 'MODULE_PATHNAME', 'text_ne_sno' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION varchar_lt_sno(varchar, sno) RETURNS bool
+    AS 'MODULE_PATHNAME', 'text_lt_sno' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION varchar_le_sno(varchar, sno) RETURNS bool
+    AS 'MODULE_PATHNAME', 'text_le_sno' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION varchar_gt_sno(varchar, sno) RETURNS bool
+    AS 'MODULE_PATHNAME', 'text_gt_sno' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION varchar_ge_sno(varchar, sno) RETURNS bool
+    AS 'MODULE_PATHNAME', 'text_ge_sno' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE OPERATOR = (
+    LEFTARG = sno, RIGHTARG = varchar, FUNCTION = sno_eq_varchar,
+    COMMUTATOR = =, NEGATOR = <>, RESTRICT = eqsel, JOIN = eqjoinsel
+);
+CREATE OPERATOR <> (
+    LEFTARG = sno, RIGHTARG = varchar, FUNCTION = sno_ne_varchar,
+    COMMUTATOR = <>, NEGATOR = =, RESTRICT = neqsel, JOIN = neqjoinsel
+);
+CREATE OPERATOR < (
+    LEFTARG = sno, RIGHTARG = varchar, FUNCTION = sno_lt_varchar,
+    COMMUTATOR = >, NEGATOR = >=, RESTRICT = scalarltsel, JOIN = scalarltjoinsel
+);
+CREATE OPERATOR <= (
+    LEFTARG = sno, RIGHTARG = varchar, FUNCTION = sno_le_varchar,
+    COMMUTATOR = >=, NEGATOR = >, RESTRICT = scalarlesel, JOIN = scalarlejoinsel
+);
+CREATE OPERATOR > (
+    LEFTARG = sno, RIGHTARG = varchar, FUNCTION = sno_gt_varchar,
+    COMMUTATOR = <, NEGATOR = <=, RESTRICT = scalargtsel, JOIN = scalargtjoinsel
+);
+CREATE OPERATOR >= (
+    LEFTARG = sno, RIGHTARG = varchar, FUNCTION = sno_ge_varchar,
+    COMMUTATOR = <=, NEGATOR = <, RESTRICT = scalargesel, JOIN = scalargejoinsel
+);
+CREATE OPERATOR = (
+    LEFTARG = varchar, RIGHTARG = sno, FUNCTION = varchar_eq_sno,
+    COMMUTATOR = =, NEGATOR = <>, RESTRICT = eqsel, JOIN = eqjoinsel
+);
+CREATE OPERATOR <> (
+    LEFTARG = varchar, RIGHTARG = sno, FUNCTION = varchar_ne_sno,
+    COMMUTATOR = <>, NEGATOR = =, RESTRICT = neqsel, JOIN = neqjoinsel
+);
+CREATE OPERATOR < (
+    LEFTARG = varchar, RIGHTARG = sno, FUNCTION = varchar_lt_sno,
+    COMMUTATOR = >, NEGATOR = >=, RESTRICT = scalarltsel, JOIN = scalarltjoinsel
+);
+CREATE OPERATOR <= (
+    LEFTARG = varchar, RIGHTARG = sno, FUNCTION = varchar_le_sno,
+    COMMUTATOR = >=, NEGATOR = >, RESTRICT = scalarlesel, JOIN = scalarlejoinsel
+);
+CREATE OPERATOR > (
+    LEFTARG = varchar, RIGHTARG = sno, FUNCTION = varchar_gt_sno,
+    COMMUTATOR = <, NEGATOR = <=, RESTRICT = scalargtsel, JOIN = scalargtjoinsel
+);
+CREATE OPERATOR >= (
+    LEFTARG = varchar, RIGHTARG = sno, FUNCTION = varchar_ge_sno,
+    COMMUTATOR = <=, NEGATOR = <, RESTRICT = scalargesel, JOIN = scalargejoinsel
+);
+ALTER OPERATOR FAMILY sno_ops USING btree ADD
+    OPERATOR 1 < (sno, varchar),
+    OPERATOR 2 <= (sno, varchar),
+    OPERATOR 3 = (sno, varchar),
+    OPERATOR 4 >= (sno, varchar),
+    OPERATOR 5 > (sno, varchar),
+    FUNCTION 1 sno_cmp_varchar(sno, varchar),
+    OPERATOR 1 < (varchar, sno),
+    OPERATOR 2 <= (varchar, sno),
+    OPERATOR 3 = (varchar, sno),
+    OPERATOR 4 >= (varchar, sno),
+    OPERATOR 5 > (varchar, sno),
+    FUNCTION 1 varchar_cmp_sno(varchar, sno),
+    FUNCTION 1 sno_cmp_varchars(varchar, varchar);
+
+-- bpchar
+CREATE FUNCTION sno_cmp_bpchar(sno, bpchar) RETURNS int4
+    AS 'MODULE_PATHNAME', 'sno_cmp_bpchar' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION sno_eq_bpchar(sno, bpchar) RETURNS bool
+    AS 'MODULE_PATHNAME', 'sno_eq_bpchar' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION sno_ne_bpchar(sno, bpchar) RETURNS bool
+    AS 'MODULE_PATHNAME', 'sno_ne_bpchar' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION sno_lt_bpchar(sno, bpchar) RETURNS bool
+    AS 'MODULE_PATHNAME', 'sno_lt_bpchar' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION sno_le_bpchar(sno, bpchar) RETURNS bool
+    AS 'MODULE_PATHNAME', 'sno_le_bpchar' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION sno_gt_bpchar(sno, bpchar) RETURNS bool
+    AS 'MODULE_PATHNAME', 'sno_gt_bpchar' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION sno_ge_bpchar(sno, bpchar) RETURNS bool
+    AS 'MODULE_PATHNAME', 'sno_ge_bpchar' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION sno_cmp_bpchars(bpchar, bpchar) RETURNS int4
+    AS 'MODULE_PATHNAME', 'sno_cmp_bpchars' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION bpchar_cmp_sno(bpchar, sno) RETURNS int4
+    AS 'MODULE_PATHNAME', 'bpchar_cmp_sno' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION bpchar_eq_sno(bpchar, sno) RETURNS bool
+    AS 'MODULE_PATHNAME', 'bpchar_eq_sno' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION bpchar_ne_sno(bpchar, sno) RETURNS bool
+    AS 'MODULE_PATHNAME', 'bpchar_ne_sno' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION bpchar_lt_sno(bpchar, sno) RETURNS bool
+    AS 'MODULE_PATHNAME', 'bpchar_lt_sno' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION bpchar_le_sno(bpchar, sno) RETURNS bool
+    AS 'MODULE_PATHNAME', 'bpchar_le_sno' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION bpchar_gt_sno(bpchar, sno) RETURNS bool
+    AS 'MODULE_PATHNAME', 'bpchar_gt_sno' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION bpchar_ge_sno(bpchar, sno) RETURNS bool
+    AS 'MODULE_PATHNAME', 'bpchar_ge_sno' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE OPERATOR = (
+    LEFTARG = sno, RIGHTARG = bpchar, FUNCTION = sno_eq_bpchar,
+    COMMUTATOR = =, NEGATOR = <>, RESTRICT = eqsel, JOIN = eqjoinsel
+);
+CREATE OPERATOR <> (
+    LEFTARG = sno, RIGHTARG = bpchar, FUNCTION = sno_ne_bpchar,
+    COMMUTATOR = <>, NEGATOR = =, RESTRICT = neqsel, JOIN = neqjoinsel
+);
+CREATE OPERATOR < (
+    LEFTARG = sno, RIGHTARG = bpchar, FUNCTION = sno_lt_bpchar,
+    COMMUTATOR = >, NEGATOR = >=, RESTRICT = scalarltsel, JOIN = scalarltjoinsel
+);
+CREATE OPERATOR <= (
+    LEFTARG = sno, RIGHTARG = bpchar, FUNCTION = sno_le_bpchar,
+    COMMUTATOR = >=, NEGATOR = >, RESTRICT = scalarlesel, JOIN = scalarlejoinsel
+);
+CREATE OPERATOR > (
+    LEFTARG = sno, RIGHTARG = bpchar, FUNCTION = sno_gt_bpchar,
+    COMMUTATOR = <, NEGATOR = <=, RESTRICT = scalargtsel, JOIN = scalargtjoinsel
+);
+CREATE OPERATOR >= (
+    LEFTARG = sno, RIGHTARG = bpchar, FUNCTION = sno_ge_bpchar,
+    COMMUTATOR = <=, NEGATOR = <, RESTRICT = scalargesel, JOIN = scalargejoinsel
+);
+CREATE OPERATOR = (
+    LEFTARG = bpchar, RIGHTARG = sno, FUNCTION = bpchar_eq_sno,
+    COMMUTATOR = =, NEGATOR = <>, RESTRICT = eqsel, JOIN = eqjoinsel
+);
+CREATE OPERATOR <> (
+    LEFTARG = bpchar, RIGHTARG = sno, FUNCTION = bpchar_ne_sno,
+    COMMUTATOR = <>, NEGATOR = =, RESTRICT = neqsel, JOIN = neqjoinsel
+);
+CREATE OPERATOR < (
+    LEFTARG = bpchar, RIGHTARG = sno, FUNCTION = bpchar_lt_sno,
+    COMMUTATOR = >, NEGATOR = >=, RESTRICT = scalarltsel, JOIN = scalarltjoinsel
+);
+CREATE OPERATOR <= (
+    LEFTARG = bpchar, RIGHTARG = sno, FUNCTION = bpchar_le_sno,
+    COMMUTATOR = >=, NEGATOR = >, RESTRICT = scalarlesel, JOIN = scalarlejoinsel
+);
+CREATE OPERATOR > (
+    LEFTARG = bpchar, RIGHTARG = sno, FUNCTION = bpchar_gt_sno,
+    COMMUTATOR = <, NEGATOR = <=, RESTRICT = scalargtsel, JOIN = scalargtjoinsel
+);
+CREATE OPERATOR >= (
+    LEFTARG = bpchar, RIGHTARG = sno, FUNCTION = bpchar_ge_sno,
+    COMMUTATOR = <=, NEGATOR = <, RESTRICT = scalargesel, JOIN = scalargejoinsel
+);
+ALTER OPERATOR FAMILY sno_ops USING btree ADD
+    OPERATOR 1 < (sno, bpchar),
+    OPERATOR 2 <= (sno, bpchar),
+    OPERATOR 3 = (sno, bpchar),
+    OPERATOR 4 >= (sno, bpchar),
+    OPERATOR 5 > (sno, bpchar),
+    FUNCTION 1 sno_cmp_bpchar(sno, bpchar),
+    OPERATOR 1 < (bpchar, sno),
+    OPERATOR 2 <= (bpchar, sno),
+    OPERATOR 3 = (bpchar, sno),
+    OPERATOR 4 >= (bpchar, sno),
+    OPERATOR 5 > (bpchar, sno),
+    FUNCTION 1 bpchar_cmp_sno(bpchar, sno),
+    FUNCTION 1 sno_cmp_bpchars(bpchar, bpchar);
+
+-- name
+CREATE FUNCTION sno_cmp_name(sno, name) RETURNS int4
+    AS 'MODULE_PATHNAME', 'sno_cmp_name' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION sno_eq_name(sno, name) RETURNS bool
+    AS 'MODULE_PATHNAME', 'sno_eq_name' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION sno_ne_name(sno, name) RETURNS bool
+    AS 'MODULE_PATHNAME', 'sno_ne_name' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION sno_lt_name(sno, name) RETURNS bool
+    AS 'MODULE_PATHNAME', 'sno_lt_name' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION sno_le_name(sno, name) RETURNS bool
+    AS 'MODULE_PATHNAME', 'sno_le_name' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION sno_gt_name(sno, name) RETURNS bool
+    AS 'MODULE_PATHNAME', 'sno_gt_name' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION sno_ge_name(sno, name) RETURNS bool
+    AS 'MODULE_PATHNAME', 'sno_ge_name' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION sno_cmp_names(name, name) RETURNS int4
+    AS 'MODULE_PATHNAME', 'sno_cmp_names' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION name_cmp_sno(name, sno) RETURNS int4
+    AS 'MODULE_PATHNAME', 'name_cmp_sno' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION name_eq_sno(name, sno) RETURNS bool
+    AS 'MODULE_PATHNAME', 'name_eq_sno' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION name_ne_sno(name, sno) RETURNS bool
+    AS 'MODULE_PATHNAME', 'name_ne_sno' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION name_lt_sno(name, sno) RETURNS bool
+    AS 'MODULE_PATHNAME', 'name_lt_sno' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION name_le_sno(name, sno) RETURNS bool
+    AS 'MODULE_PATHNAME', 'name_le_sno' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION name_gt_sno(name, sno) RETURNS bool
+    AS 'MODULE_PATHNAME', 'name_gt_sno' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION name_ge_sno(name, sno) RETURNS bool
+    AS 'MODULE_PATHNAME', 'name_ge_sno' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE OPERATOR = (
+    LEFTARG = sno, RIGHTARG = name, FUNCTION = sno_eq_name,
+    COMMUTATOR = =, NEGATOR = <>, RESTRICT = eqsel, JOIN = eqjoinsel
+);
+CREATE OPERATOR <> (
+    LEFTARG = sno, RIGHTARG = name, FUNCTION = sno_ne_name,
+    COMMUTATOR = <>, NEGATOR = =, RESTRICT = neqsel, JOIN = neqjoinsel
+);
+CREATE OPERATOR < (
+    LEFTARG = sno, RIGHTARG = name, FUNCTION = sno_lt_name,
+    COMMUTATOR = >, NEGATOR = >=, RESTRICT = scalarltsel, JOIN = scalarltjoinsel
+);
+CREATE OPERATOR <= (
+    LEFTARG = sno, RIGHTARG = name, FUNCTION = sno_le_name,
+    COMMUTATOR = >=, NEGATOR = >, RESTRICT = scalarlesel, JOIN = scalarlejoinsel
+);
+CREATE OPERATOR > (
+    LEFTARG = sno, RIGHTARG = name, FUNCTION = sno_gt_name,
+    COMMUTATOR = <, NEGATOR = <=, RESTRICT = scalargtsel, JOIN = scalargtjoinsel
+);
+CREATE OPERATOR >= (
+    LEFTARG = sno, RIGHTARG = name, FUNCTION = sno_ge_name,
+    COMMUTATOR = <=, NEGATOR = <, RESTRICT = scalargesel, JOIN = scalargejoinsel
+);
+CREATE OPERATOR = (
+    LEFTARG = name, RIGHTARG = sno, FUNCTION = name_eq_sno,
+    COMMUTATOR = =, NEGATOR = <>, RESTRICT = eqsel, JOIN = eqjoinsel
+);
+CREATE OPERATOR <> (
+    LEFTARG = name, RIGHTARG = sno, FUNCTION = name_ne_sno,
+    COMMUTATOR = <>, NEGATOR = =, RESTRICT = neqsel, JOIN = neqjoinsel
+);
+CREATE OPERATOR < (
+    LEFTARG = name, RIGHTARG = sno, FUNCTION = name_lt_sno,
+    COMMUTATOR = >, NEGATOR = >=, RESTRICT = scalarltsel, JOIN = scalarltjoinsel
+);
+CREATE OPERATOR <= (
+    LEFTARG = name, RIGHTARG = sno, FUNCTION = name_le_sno,
+    COMMUTATOR = >=, NEGATOR = >, RESTRICT = scalarlesel, JOIN = scalarlejoinsel
+);
+CREATE OPERATOR > (
+    LEFTARG = name, RIGHTARG = sno, FUNCTION = name_gt_sno,
+    COMMUTATOR = <, NEGATOR = <=, RESTRICT = scalargtsel, JOIN = scalargtjoinsel
+);
+CREATE OPERATOR >= (
+    LEFTARG = name, RIGHTARG = sno, FUNCTION = name_ge_sno,
+    COMMUTATOR = <=, NEGATOR = <, RESTRICT = scalargesel, JOIN = scalargejoinsel
+);
+ALTER OPERATOR FAMILY sno_ops USING btree ADD
+    OPERATOR 1 < (sno, name),
+    OPERATOR 2 <= (sno, name),
+    OPERATOR 3 = (sno, name),
+    OPERATOR 4 >= (sno, name),
+    OPERATOR 5 > (sno, name),
+    FUNCTION 1 sno_cmp_name(sno, name),
+    OPERATOR 1 < (name, sno),
+    OPERATOR 2 <= (name, sno),
+    OPERATOR 3 = (name, sno),
+    OPERATOR 4 >= (name, sno),
+    OPERATOR 5 > (name, sno),
+    FUNCTION 1 name_cmp_sno(name, sno),
+    FUNCTION 1 sno_cmp_names(name, name);
 
 -- An INSERT or UPDATE of a sno column takes a text or varchar value (a column, or a parameter
 -- typed so), read with the input rules: assignment casts, like bytea's. Not implicit.

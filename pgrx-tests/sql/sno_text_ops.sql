@@ -1,6 +1,7 @@
--- Comparisons between sno and text (and varchar, char), and the assignment casts text -> sno and
--- varchar -> sno (0.4.0): what ORMs send for a string ID. Each answer is compared with the
--- same query written with ::sno; the plans show the index (or partition pruning) in use.
+-- Comparisons between sno and text (0.4.0), varchar, char and name (0.4.1), and the assignment
+-- casts text -> sno and varchar -> sno (0.4.0): what ORMs send for a string ID. Each answer is
+-- compared with the same query written with ::sno; the plans show the index (or partition
+-- pruning) in use.
 CREATE EXTENSION IF NOT EXISTS sno;
 SET timezone = 'UTC';
 \set VERBOSITY default
@@ -145,15 +146,127 @@ SELECT pg_typeof(x) FROM (SELECT id FROM tt WHERE n = 1 UNION SELECT 'ax2ppme7ml
 -- Text functions do not take a sno implicitly.
 SELECT length(id) FROM tt WHERE n = 1;
 
--- The sno-text comparisons are members of sno's btree family only (not hash), and the
--- family validates.
+-- The comparisons with text, varchar, char and name are members of sno's btree family only (not
+-- hash), each with its support function, and a (T, T) one that orders the elements of an array
+-- of T as IDs (no (T, T) operators: the type's own are collation-aware).
 SELECT am.amname, amoplefttype::regtype, amoprighttype::regtype, count(*)
 FROM pg_amop JOIN pg_am am ON am.oid = amopmethod
-WHERE 'text'::regtype IN (amoplefttype, amoprighttype) AND 'sno'::regtype IN (amoplefttype, amoprighttype)
-GROUP BY 1, 2, 3 ORDER BY 1, 2;
+WHERE amoplefttype <> amoprighttype AND 'sno'::regtype IN (amoplefttype, amoprighttype)
+GROUP BY 1, 2, 3 ORDER BY 1, 2, 3;
 SELECT amproclefttype::regtype, amprocrighttype::regtype, amprocnum, amproc
-FROM pg_amproc WHERE 'text'::regtype IN (amproclefttype, amprocrighttype)
-  AND 'sno'::regtype IN (amproclefttype, amprocrighttype) ORDER BY 1;
-SELECT proname, proleakproof FROM pg_proc WHERE proname ~ '^(sno_.*_text|text_.*_sno)$' AND proleakproof;
+FROM pg_amproc WHERE amproclefttype IN ('text'::regtype, 'varchar'::regtype, 'bpchar'::regtype, 'name'::regtype, 'sno'::regtype)
+  AND amprocrighttype IN ('text'::regtype, 'varchar'::regtype, 'bpchar'::regtype, 'name'::regtype)
+  AND amprocfamily = (SELECT opcfamily FROM pg_opclass WHERE opcname = 'sno_ops' AND opcmethod = (SELECT oid FROM pg_am WHERE amname = 'btree'))
+ORDER BY 1, 2;
+SELECT proname, proleakproof FROM pg_proc
+WHERE proname ~ '^(sno_.*_(text|varchar|bpchar|name)s?|(text|varchar|bpchar|name)_.*_sno)$' AND proleakproof;
 
-DROP TABLE ti, tpart, tc, tt;
+-- varchar, char(n) and name have operators of their own (0.4.1): `id = $1::varchar` resolves to
+-- sno's (sno, varchar) operator by exact match, not to (sno, text) through a coercion. Every
+-- operator of each, both ways, agrees with the sno-sno one.
+CREATE FUNCTION pg_temp.agree(t text) RETURNS TABLE (op text, pairs bigint, agree bigint) LANGUAGE plpgsql AS $$
+DECLARE o text;
+BEGIN
+    FOREACH o IN ARRAY ARRAY['=', '<>', '<', '<=', '>', '>='] LOOP
+        RETURN QUERY EXECUTE format(
+            'SELECT %L, count(*), count(*) FILTER (WHERE (x.id %s y.id) = (x.id %s y.id::text::%s)
+                                                    AND (x.id %s y.id) = (x.id::text::%s %s y.id))
+             FROM (SELECT id FROM tt WHERE n %% 97 = 0 UNION ALL SELECT %L) x,
+                  (SELECT id FROM tt WHERE n %% 89 = 0 UNION ALL SELECT %L) y',
+            o, o, o, t, o, t, o, 'xxxxxxxxxxxxxxxx', '2222222222222222');
+    END LOOP;
+END $$;
+SELECT t.t AS type, a.* FROM unnest(ARRAY['varchar', 'char(16)', 'char(20)', 'name']) t(t), pg_temp.agree(t.t) a;
+SELECT o.oprleft::regtype, o.oprright::regtype, count(*) AS operators,
+       count(*) FILTER (WHERE o.oprnamespace = (SELECT typnamespace FROM pg_type WHERE oid = 'sno'::regtype)) AS in_sno_schema
+FROM pg_operator o WHERE 'sno'::regtype IN (o.oprleft, o.oprright) GROUP BY 1, 2 ORDER BY 1, 2;
+-- char(n) padding is not part of the ID (as in every bpchar comparison, and as 0.4.0 read it
+-- through bpchar::text); a varchar or text keeps its spaces, and a space is not an ID's: the
+-- input error (22P02).
+SELECT id = id::text::char(20) AS char20, id::text::char(20) = id AS char20_left,
+       id = (id::text || '   ')::bpchar AS bpchar_spaces, id = id::text::name AS name,
+       id = upper(id::text)::name AS name_upper, id::text::name >= id AS name_left
+FROM tt WHERE n = 1000;
+SELECT count(*) FROM tt WHERE id = ((SELECT id FROM tt WHERE n = 1)::text || ' ')::varchar;
+SELECT count(*) FROM tt WHERE id = (' ' || (SELECT id FROM tt WHERE n = 1)::text)::char(20);
+SELECT count(*) FROM tt WHERE 'brpk4q72xwf2m63'::name < id;
+SELECT count(*) FROM tt WHERE id = ''::char(4);
+SELECT (SELECT id FROM tt WHERE n = 1) = NULL::name AS name_null, NULL::char(16) > (SELECT id FROM tt WHERE n = 1) AS bpchar_null;
+
+-- The index, by each type: the condition keeps the parameter's type (no coercion to text).
+EXPLAIN (COSTS OFF) SELECT n FROM tt WHERE id = 'ax2ppme7ml2224ee'::varchar;
+EXPLAIN (COSTS OFF) SELECT n FROM tt WHERE 'ax2ppme7ml2224ee'::char(16) = id;
+EXPLAIN (COSTS OFF) SELECT n FROM tt WHERE id <= 'ax2ppme7ml2224ee'::name ORDER BY id DESC LIMIT 2;
+PREPARE bychar(char(20)) AS SELECT n FROM tt WHERE id = $1;
+PREPARE byname(name) AS SELECT n FROM tt WHERE id > $1 ORDER BY id LIMIT 2;
+SET plan_cache_mode = force_generic_plan;
+EXPLAIN (COSTS OFF) EXECUTE bychar('ax2ppme7ml2224ee');
+EXPLAIN (COSTS OFF) EXECUTE byname('ax2ppme7ml2224ee');
+EXECUTE bychar(:'id1234');
+EXECUTE byname(upper(:'id1234'));
+RESET plan_cache_mode;
+-- = ANY of an array of each type through the index (its elements sorted as IDs by the type's
+-- own (T, T) order in sno's family), with duplicates, upper case and NULLs.
+SET enable_seqscan = off;
+SET enable_bitmapscan = off;
+EXPLAIN (COSTS OFF) SELECT n FROM tt WHERE id = ANY(ARRAY['ax2ppme7ml2224ee', 'ax2ppme7ml2232ee']::char(16)[]);
+EXPLAIN (COSTS OFF) SELECT n FROM tt WHERE id = ANY(ARRAY['ax2ppme7ml2224ee', 'ax2ppme7ml2232ee']::name[]);
+SELECT 'varchar' AS type, array_agg(n ORDER BY n) FROM tt WHERE id = ANY(ARRAY(SELECT id::text FROM tt WHERE n % 400 = 0 ORDER BY random())::varchar[])
+UNION ALL
+SELECT 'char(20)', array_agg(n ORDER BY n) FROM tt WHERE id = ANY(ARRAY(SELECT upper(id::text) FROM tt WHERE n % 400 = 0 ORDER BY random())::char(20)[])
+UNION ALL
+SELECT 'name', array_agg(n ORDER BY n) FROM tt WHERE id = ANY((ARRAY(SELECT id::text FROM tt WHERE n % 400 = 0 ORDER BY random()) || ARRAY[NULL, :'id1234', :'id1234'])::name[]);
+RESET enable_seqscan;
+RESET enable_bitmapscan;
+-- A join against a char(16) column and a name column through the index on the sno column.
+CREATE TEMP TABLE tcn AS SELECT label::char(16) AS c, label::name AS nm FROM tc;
+ANALYZE tcn;
+SET enable_hashjoin = off;
+SET enable_mergejoin = off;
+EXPLAIN (COSTS OFF) SELECT tt.n FROM tcn JOIN tt ON tt.id = tcn.c;
+SELECT count(*) AS joined_char, (SELECT count(*) FROM tcn JOIN tt ON tcn.nm = tt.id) AS joined_name
+FROM tcn JOIN tt ON tt.id = tcn.c;
+RESET enable_hashjoin;
+RESET enable_mergejoin;
+-- Range partitions pruned by a char and a name bound.
+CREATE TABLE tpart2 (id sno NOT NULL, n int) PARTITION BY RANGE (id);
+CREATE TABLE tpart2_a PARTITION OF tpart2 FOR VALUES FROM (MINVALUE) TO ('ax2ppme7ml2224ee');
+CREATE TABLE tpart2_b PARTITION OF tpart2 FOR VALUES FROM ('ax2ppme7ml2224ee') TO (MAXVALUE);
+INSERT INTO tpart2 SELECT id, n FROM tt;
+EXPLAIN (COSTS OFF) SELECT count(*) FROM tpart2 WHERE id < 'ax2ppme7ml2224ee'::char(16);
+PREPARE part2(name) AS SELECT count(*) FROM tpart2 WHERE id >= $1;
+SET plan_cache_mode = force_generic_plan;
+EXPLAIN (COSTS OFF) EXECUTE part2('ax2ppme7ml2224ee');
+RESET plan_cache_mode;
+SELECT (SELECT count(*) FROM tpart2 WHERE id < 'ax2ppme7ml2224ee'::char(16))
+     + (SELECT count(*) FROM tpart2 WHERE id >= 'ax2ppme7ml2224ee'::name) AS both_halves;
+
+-- Another role's `=(sno, varchar)` in a schema after sno's on the search_path is not chosen:
+-- sno's own is the exact match, found first. (Before 0.4.1 it was: sno had only (sno, text).)
+-- In a schema before sno's it is, as any operator there would be: the check can tell them apart.
+CREATE ROLE sno_text_ops_other;
+CREATE SCHEMA other_ops AUTHORIZATION sno_text_ops_other;
+SET ROLE sno_text_ops_other;
+CREATE FUNCTION other_ops.capture(sno, varchar) RETURNS bool LANGUAGE plpgsql IMMUTABLE AS $$
+BEGIN RAISE NOTICE 'the other role''s =(sno, varchar) ran'; RETURN true; END $$;
+CREATE OPERATOR other_ops.= (LEFTARG = sno, RIGHTARG = varchar, FUNCTION = other_ops.capture);
+CREATE FUNCTION other_ops.capture(sno, bpchar) RETURNS bool LANGUAGE plpgsql IMMUTABLE AS $$
+BEGIN RAISE NOTICE 'the other role''s =(sno, bpchar) ran'; RETURN true; END $$;
+CREATE OPERATOR other_ops.= (LEFTARG = sno, RIGHTARG = bpchar, FUNCTION = other_ops.capture);
+CREATE FUNCTION other_ops.capture(sno, name) RETURNS bool LANGUAGE plpgsql IMMUTABLE AS $$
+BEGIN RAISE NOTICE 'the other role''s =(sno, name) ran'; RETURN true; END $$;
+CREATE OPERATOR other_ops.= (LEFTARG = sno, RIGHTARG = name, FUNCTION = other_ops.capture);
+RESET ROLE;
+SET search_path = public, other_ops;
+SELECT count(*) AS sno_after FROM tt WHERE id = 'ax2ppme7ml2224ee'::varchar OR id = 'ax2ppme7ml2224ee'::char(16)
+    OR id = 'ax2ppme7ml2224ee'::name OR id = (SELECT id::text FROM tt WHERE n = 3)::varchar;
+PREPARE capture_after(varchar) AS SELECT count(*) FROM tt WHERE id = $1;
+EXECUTE capture_after(:'id1234');
+SET search_path = other_ops, public;
+SELECT count(*) AS other_first FROM tt WHERE id = 'ax2ppme7ml2224ee'::varchar AND n = 1;
+RESET search_path;
+DEALLOCATE capture_after;
+DROP SCHEMA other_ops CASCADE;
+DROP ROLE sno_text_ops_other;
+
+DROP TABLE ti, tpart, tpart2, tc, tt;
