@@ -13,24 +13,39 @@
 
 \echo Use "ALTER EXTENSION sno UPDATE" to load this file. \quit
 
+-- Security (0.4.1): during ALTER EXTENSION UPDATE the search_path is sno's schema then pg_temp
+-- (pg_catalog searched first), and any role with CREATE on that schema (public, on clusters
+-- created before PostgreSQL 15) can put operators and functions there. An expression whose best
+-- match in pg_catalog is polymorphic or needs a coercion (oid[] || oid[], unnest(oid[]),
+-- format(text, ...)) would call such a role's exact match as the superuser running the update.
+-- So the path is pinned to pg_catalog and pg_temp (where PostgreSQL never looks for functions
+-- or operators) before anything is evaluated, the DO block names sno's objects through
+-- @extschema@, and the path PostgreSQL set is given back before the DDL below, which looks up
+-- every name by its exact signature (pg_catalog first) and evaluates nothing.
+-- (Up to 0.4.0 the DO block evaluated its DECLARE section, views || funcs among it, before
+-- pinning the path.)
+SELECT pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+
 -- Objects of a user's that depend on what is re-created here would make the DROPs fail with
 -- a HINT (CASCADE) that cannot be followed inside ALTER EXTENSION: say what to do instead.
 -- Privileges changed on what is re-created would be reset silently: say how to restore them.
 -- Every name in these messages is schema-qualified, to be run from any session.
 DO $sno$
 DECLARE
-    saved_path text := current_setting('search_path');
-    views oid[] := ARRAY['sno_generator'::regclass, 'sno_generator_backends'::regclass]::oid[];
-    funcs oid[] := ARRAY['sno_generator_info()'::regprocedure, 'sno_generator_backends()'::regprocedure,
-        'sno_generator_initialize(bool)'::regprocedure]::oid[];
-    recreated oid[] := views || funcs;
-    changes text := 'In 0.2.0 the column leases of sno_generator and sno_generator_backends is named units_opened; sno_generator gains state_writes and state_write_waits; sno_generator_backends loses lease_time, lease_tick, lease_start and lease_end; sno_generator_initialize gains the argument take_over.';
+    views oid[];
+    funcs oid[];
+    recreated oid[];
+    changes text;
     drops text;
     objects text;
     others text;
     restore text;
 BEGIN
-    PERFORM set_config('search_path', 'pg_catalog, pg_temp', true);
+    views := ARRAY['@extschema@.sno_generator'::regclass, '@extschema@.sno_generator_backends'::regclass]::oid[];
+    funcs := ARRAY['@extschema@.sno_generator_info()'::regprocedure, '@extschema@.sno_generator_backends()'::regprocedure,
+        '@extschema@.sno_generator_initialize(bool)'::regprocedure]::oid[];
+    recreated := views || funcs;
+    changes := 'In 0.2.0 the column leases of sno_generator and sno_generator_backends is named units_opened; sno_generator gains state_writes and state_write_waits; sno_generator_backends loses lease_time, lease_tick, lease_start and lease_end; sno_generator_initialize gains the argument take_over.';
     -- Everything that uses the re-created views (as relations or row types) and functions, and
     -- what uses that, and so on; views and functions can be dropped (the deepest first), the
     -- rest is named.
@@ -150,9 +165,12 @@ BEGIN
             USING DETAIL = changes,
                   HINT = 'Where those bodies use leases or the lease_* columns, change them to the 0.2.0 columns.';
     END IF;
-    PERFORM set_config('search_path', saved_path, true);
 END
 $sno$;
+
+-- The path PostgreSQL set for the script (sno's schema, then pg_temp): the DDL below creates
+-- sno's objects there.
+SELECT pg_catalog.set_config('search_path', '@extschema@, pg_temp', true);
 
 -- Hash support functions: not LEAKPROOF, as core's uuid_hash (LEAKPROOF is for functions the
 -- planner may run on rows a security barrier would hide, and a hash needs no such pushdown).

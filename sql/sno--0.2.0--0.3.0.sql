@@ -1,7 +1,7 @@
 -- sno 0.2.0 -> 0.3.0: ALTER EXTENSION sno UPDATE (or UPDATE TO '0.3.0').
 --
 -- Leaves a database's catalog identical to a fresh CREATE EXTENSION sno at 0.3.0 (tested by
--- tests/upgrade/update_from_0.2.0.sh, and from 0.1.0 through both scripts by
+-- tests/upgrade/update_paths.sh, and from 0.1.0 through both scripts by
 -- tests/upgrade/extension_update.sh). Nothing is dropped: no user object, grant or column is
 -- touched. Changes:
 -- * new: sno_lower_bound and sno_upper_bound (of timestamptz, date and timestamp), the bounds
@@ -12,6 +12,12 @@
 --   the end of the sno_generator view (CREATE OR REPLACE VIEW keeps the views that use it and
 --   its privileges).
 -- Every C symbol of 0.2.0 keeps its shape: a database still at 0.2.0 works with this library.
+
+-- Security (0.4.1): this script evaluates no expression. Every statement is DDL that looks up
+-- the names it uses by their exact signatures, pg_catalog first (during the update the
+-- search_path is sno's schema then pg_temp, with pg_catalog searched before them); an overload
+-- another role put in sno's schema makes a CREATE fail or a view's function call "not unique",
+-- never runs (tests/upgrade/update_paths.sh plants them).
 
 \echo Use "ALTER EXTENSION sno UPDATE" to load this file. \quit
 

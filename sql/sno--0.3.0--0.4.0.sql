@@ -1,7 +1,7 @@
 -- sno 0.3.0 -> 0.4.0: ALTER EXTENSION sno UPDATE (or UPDATE TO '0.4.0').
 --
 -- Leaves a database's catalog identical to a fresh CREATE EXTENSION sno at 0.4.0 (tested by
--- tests/upgrade/update_from_0.3.0.sh, and from 0.1.0 through every script by
+-- tests/upgrade/update_paths.sh, and from 0.1.0 through every script by
 -- tests/upgrade/extension_update.sh). Nothing is dropped or changed: only new objects.
 -- * new: comparisons between sno and text (= <> < <= > >=, both ways, with their functions
 --   sno_*_text and text_*_sno), in sno's btree operator family, so that a text or varchar
@@ -9,6 +9,12 @@
 -- * new: assignment casts text -> sno and varchar -> sno, so that an INSERT or UPDATE of a sno
 --   column takes a text or varchar value.
 -- Every C symbol of 0.3.0 keeps its shape: a database still at 0.3.0 works with this library.
+
+-- Security (0.4.1): this script evaluates no expression. Every statement is DDL that looks up
+-- the names it uses by their exact signatures, pg_catalog first (during the update the
+-- search_path is sno's schema then pg_temp, with pg_catalog searched before them); an overload
+-- another role put in sno's schema makes a CREATE fail or a view's function call "not unique",
+-- never runs (tests/upgrade/update_paths.sh plants them).
 
 \echo Use "ALTER EXTENSION sno UPDATE" to load this file. \quit
 

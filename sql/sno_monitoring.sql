@@ -34,5 +34,7 @@ GRANT SELECT ON sno_generator_lineage TO PUBLIC;
 REVOKE ALL ON FUNCTION sno_generator_initialize(bool, bool) FROM PUBLIC;
 
 -- A new cluster gets its generator state file here (a no-op when it has one, or when sno is
--- not preloaded).
-SELECT sno_generator_initialize();
+-- not preloaded). The only expression the install script evaluates: named in sno's schema, so
+-- that no function another role put elsewhere is a candidate (one in sno's schema with the
+-- same name makes the call "not unique", an error).
+SELECT @extschema@.sno_generator_initialize();
