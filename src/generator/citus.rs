@@ -79,6 +79,22 @@ pub enum Source {
     Citus(Node),
 }
 
+/// Whether this database's reading `here` may decide the node's group, given what was published
+/// (`published`) and the group the lineage keeps (`kept`), when no `sno.citus_database` names
+/// the deciding database: a group is never replaced by another one, nor by "not activated"; a
+/// server not yet activated may become a group's node.
+pub fn agrees(here: Node, published: Option<Node>, kept: Option<u32>) -> Result<(), Node> {
+    let server = match (published, kept) {
+        (Some(Node::Group(g)), _) | (_, Some(g)) => Node::Group(g),
+        (Some(Node::NotActivated), None) | (None, None) => return Ok(()),
+    };
+    if here == server {
+        Ok(())
+    } else {
+        Err(server)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -106,5 +122,24 @@ mod tests {
         assert_eq!(partition(4096, 0), None);
         assert_eq!(partition(1, 16), None);
         assert_eq!(partitions(70_000).count(), 0);
+    }
+
+    #[test]
+    fn only_an_agreeing_database_decides() {
+        let g = Node::Group;
+        let na = Node::NotActivated;
+        // Nothing known yet: whatever a database says.
+        assert!(agrees(g(3), None, None).is_ok());
+        assert!(agrees(na, None, None).is_ok());
+        // Not activated, then activated: the group wins.
+        assert!(agrees(g(3), Some(na), None).is_ok());
+        // A group is never replaced, by another group or by "not activated".
+        assert_eq!(agrees(g(4), Some(g(3)), None), Err(g(3)));
+        assert_eq!(agrees(na, Some(g(3)), None), Err(g(3)));
+        // Nor is the group the lineage keeps (after a restart, nothing published yet).
+        assert_eq!(agrees(g(4), None, Some(3)), Err(g(3)));
+        assert_eq!(agrees(na, None, Some(3)), Err(g(3)));
+        assert!(agrees(g(3), None, Some(3)).is_ok());
+        assert!(agrees(g(3), Some(na), Some(3)).is_ok());
     }
 }

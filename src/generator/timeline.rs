@@ -26,9 +26,14 @@
 /// Sequence numbers per unit and partition.
 pub const POOL: u32 = 1 << 16;
 
-/// The smallest slice of the pool a generator may be confined to: muyo/sno refuses sequence
-/// pools with a capacity below 4 (`minSequencePoolSize`).
+/// The smallest slice of the pool sno's generator may be confined to: 4 numbers. (muyo/sno's
+/// own generator needs more: it refuses `SequenceMax - SequenceMin - 1 < 4`, so a slice of at
+/// least [`MIN_PEER_SLICE`] numbers.)
 pub const MIN_SLICE: u32 = 4;
+
+/// The smallest slice a muyo/sno generator accepts (`SequenceMax - SequenceMin - 1 >=
+/// minSequencePoolSize`, 4): 6 numbers.
+pub const MIN_PEER_SLICE: u32 = 6;
 
 /// The slice of the sequence pool a generator uses, `min..=max` (muyo/sno's `SequenceMin` and
 /// `SequenceMax`, its "sequence sharding"): generators on disjoint slices may share a
@@ -118,6 +123,48 @@ pub struct Timeline {
     pub written_drifts: u64,
     /// The slice of the pool every unit is numbered from (fixed for the server's life).
     pub slice: Slice,
+    /// Numbers of later units promised to callers that found a unit used up, in the order
+    /// they asked ([`Timeline::promise`]): every unit after `hi` and before `promised_unit`
+    /// is promised whole, and `promised_unit` from the slice's min up to `promised` numbers.
+    /// The cursor opens a unit past what is promised of it.
+    pub promised_unit: u64,
+    /// How many numbers of `promised_unit` are promised.
+    pub promised: u32,
+    /// Bumped whenever the timeline moves in a way that voids the promises made before (a
+    /// flip, an absorb, a restore over a running server): a promise of another round is not
+    /// kept ([`Timeline::claim`]).
+    pub round: u64,
+}
+
+/// A sequence number of a later unit, promised to a caller that found its unit used up: it
+/// is that caller's turn, kept for it whoever else asks meanwhile ([`Timeline::promise`],
+/// [`Timeline::claim`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Promise {
+    /// The unit the number is in.
+    pub unit: u64,
+    /// The tick-tock bit of the timeline it was promised on.
+    pub tick: u8,
+    /// The sequence number.
+    pub seq: u16,
+    /// The [`Timeline::round`] it was promised in.
+    pub round: u64,
+}
+
+/// What the timeline answers a caller that comes to claim its [`Promise`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Claim {
+    /// The promised ID: unit, tick-tock bit, sequence number.
+    Take((u64, u8, u16)),
+    /// The durable state must be written before the promised unit may be handed out.
+    Write,
+    /// The clock has not reached the promised unit: wait for it.
+    Wait {
+        /// The promised unit.
+        until: u64,
+    },
+    /// The timeline moved since the promise (a flip, an absorb): ask again from the start.
+    Void,
 }
 
 /// What the timeline answers a backend whose clock reads a unit the cursor does not serve.
@@ -167,6 +214,9 @@ impl Timeline {
             horizon: 0,
             written_drifts: 0,
             slice,
+            promised_unit: 0,
+            promised: 0,
+            round: 0,
         }
     }
 
@@ -182,6 +232,9 @@ impl Timeline {
             horizon: p.horizon,
             written_drifts: p.drifts,
             slice,
+            promised_unit: 0,
+            promised: 0,
+            round: 0,
         }
     }
 
@@ -229,6 +282,7 @@ impl Timeline {
     /// The cursor is closed first: what it served may now be another's.
     pub fn absorb(&mut self, b: Persisted, c: &Cursor) {
         self.close(c);
+        self.void_promises();
         let t = self.tick() as usize;
         let theirs = crate::generator::lineage::ticks(&b);
         if theirs[t] >= self.hi as i64 {
@@ -274,12 +328,15 @@ impl Timeline {
         let mut flipped = false;
         if now > self.hi {
             self.hi = now;
-            self.next = self.slice.min as u32;
+            // Past what callers waiting for their turn were promised of it.
+            self.next = self.slice.min as u32 + self.promised_in(now);
         } else if now < self.hi {
             if now as i64 > self.safe {
                 // First regression (or one past every unit of the other timeline): flip T and
                 // go on at once. Units up to the old high-water mark stay taken on the old
-                // timeline.
+                // timeline; what was promised past it is not kept (every unit of the old
+                // timeline must stay within the safe mark).
+                self.void_promises();
                 self.safe = self.hi as i64;
                 self.drifts += 1;
                 self.hi = now;
@@ -304,6 +361,68 @@ impl Timeline {
             opened: true,
             flipped,
         }
+    }
+
+    /// How many numbers of unit `unit` (after `hi`) are promised.
+    fn promised_in(&self, unit: u64) -> u32 {
+        match self.promised_unit.cmp(&unit) {
+            core::cmp::Ordering::Greater => self.slice.capacity(),
+            core::cmp::Ordering::Equal => self.promised,
+            core::cmp::Ordering::Less => 0,
+        }
+    }
+
+    /// Voids every promise made so far (their callers ask again).
+    pub fn void_promises(&mut self) {
+        self.round += 1;
+        self.promised_unit = 0;
+        self.promised = 0;
+    }
+
+    /// For a caller that found unit `hi` used up ([`Grant::FullUnit`]): the next number no one
+    /// was promised in the units after `hi`, in the order callers ask, so that a caller waits
+    /// for its turn instead of racing everyone at every new unit. `None` past the last unit of
+    /// the format. Under the lock.
+    pub fn promise(&mut self) -> Option<Promise> {
+        let (mut unit, mut n) = (self.promised_unit, self.promised);
+        if unit <= self.hi {
+            (unit, n) = (self.hi + 1, 0);
+        }
+        if n >= self.slice.capacity() {
+            (unit, n) = (unit + 1, 0);
+        }
+        if unit > crate::id::layout::MAX_UNITS {
+            return None;
+        }
+        (self.promised_unit, self.promised) = (unit, n + 1);
+        Some(Promise {
+            unit,
+            tick: self.tick(),
+            seq: (self.slice.min as u32 + n) as u16,
+            round: self.round,
+        })
+    }
+
+    /// A caller comes for its promise `p` at clock `now`: the promised ID once the clock has
+    /// reached its unit and the durable state covers it. The timeline moves to the unit if no
+    /// one has yet (the cursor then serves what is not promised of it). `dirty` as for
+    /// [`Timeline::advance`]. Under the lock.
+    pub fn claim(&mut self, c: &Cursor, p: Promise, now: u64, dirty: bool) -> Claim {
+        if p.round != self.round || p.tick != self.tick() {
+            return Claim::Void;
+        }
+        if now < p.unit {
+            return Claim::Wait { until: p.unit };
+        }
+        if self.hi < p.unit {
+            // The clock is at or past the unit and nobody reached it: as the slow path would.
+            // No flip (the clock is ahead of `hi`), so the promise stays in force.
+            self.advance(c, now, dirty);
+        }
+        if dirty || !self.covers(p.unit) {
+            return Claim::Write;
+        }
+        Claim::Take((p.unit, p.tick, p.seq))
     }
 }
 
@@ -1002,6 +1121,202 @@ mod tests {
             prop_assert_eq!(id.1, 1);
             prop_assert_eq!(id.0, clock);
         }
+    }
+
+    /// What one backend of the promise model is doing.
+    #[derive(Clone, Copy, Debug, PartialEq)]
+    enum Turn {
+        Idle,
+        /// Read the clock and found the cursor serving it.
+        Read(u64),
+        /// Holds a promise, and how many flips or absorbs there had been when it got it.
+        Waiting(Promise, u32),
+    }
+
+    fn turn_step() -> impl Strategy<Value = (u8, usize, u64)> {
+        // (what, backend, amount): 0 read, 1 bump, 2 slow path, 3 claim, 4 clock forward,
+        // 5 clock back, 6 the lineage absorbs a bound, 7 crash.
+        prop_oneof![
+            8 => (Just(0u8), 0usize..6, Just(0u64)),
+            8 => (Just(1u8), 0usize..6, Just(0u64)),
+            6 => (Just(2u8), 0usize..6, Just(0u64)),
+            6 => (Just(3u8), 0usize..6, Just(0u64)),
+            3 => (Just(4u8), Just(0usize), 0u64..3),
+            1 => (Just(5u8), Just(0usize), 1u64..30),
+            1 => (Just(6u8), Just(0usize), 0u64..40),
+            1 => (Just(7u8), Just(0usize), Just(0u64)),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(150))]
+
+        /// Callers that find a unit used up are promised numbers of later units: whatever the
+        /// interleaving, the clock (forward, back) and the lineage (absorbs), no ID is handed
+        /// out twice, by the cursor or by a promise; a promised ID is within the slice, covered
+        /// by the state file and not later than the clock; promises are kept in the order they
+        /// were made; and a promise is only ever voided by a flip or an absorb.
+        #[test]
+        fn promised_turns_never_repeat_an_id_and_are_kept_in_order(
+            steps in proptest::collection::vec(turn_step(), 1..1500),
+            len in 3i64..8,
+        ) {
+            let slice = Slice::new(100, 100 + len).unwrap();
+            let mut sv = Server::sliced(slice);
+            let mut at = [Turn::Idle; 6];
+            let mut clock: u64 = 10_000;
+            let mut seen = HashSet::new();
+            // Flips and absorbs so far; the last promise made (for the order).
+            let mut voids = 0u32;
+            let mut last_promise: Option<Promise> = None;
+            let mut kept = 0u32;
+            for (what, b, d) in steps {
+                match what {
+                    4 => clock += d,
+                    5 => clock = clock.saturating_sub(d).max(1),
+                    6 => {
+                        // Another member of the lineage made IDs up to around now.
+                        let p = Persisted { horizon: clock.saturating_sub(20) + d, safe: sv.tl.safe, drifts: sv.tl.drifts };
+                        sv.tl.absorb(p, &sv.cursor);
+                        voids += 1;
+                    }
+                    7 => {
+                        sv.crash();
+                        at = [Turn::Idle; 6];
+                        last_promise = None;
+                    }
+                    0 => {
+                        if at[b] == Turn::Idle && sv.cursor.serves(clock) {
+                            at[b] = Turn::Read(clock);
+                        }
+                    }
+                    1 => {
+                        if let Turn::Read(now) = at[b] {
+                            if let Some(id) = sv.cursor.bump(now) {
+                                prop_assert!(seen.insert(id), "repeated {:?} (cursor)", id);
+                                prop_assert!(slice.contains(id.2));
+                            }
+                            at[b] = Turn::Idle;
+                        }
+                    }
+                    2 => {
+                        if at[b] == Turn::Idle && !sv.cursor.serves(clock) {
+                            let drifts = sv.tl.drifts;
+                            let g = sv.slow(clock);
+                            if sv.tl.drifts != drifts {
+                                voids += 1;
+                            }
+                            match g {
+                                Grant::FullUnit { .. } => {
+                                    let p = sv.tl.promise().expect("a unit after hi");
+                                    prop_assert!(p.unit > sv.tl.hi);
+                                    prop_assert!(slice.contains(p.seq));
+                                    if let Some(q) = last_promise {
+                                        if q.round == p.round {
+                                            prop_assert!((p.unit, p.seq) > (q.unit, q.seq), "{:?} after {:?}", p, q);
+                                        }
+                                    }
+                                    last_promise = Some(p);
+                                    at[b] = Turn::Waiting(p, voids);
+                                }
+                                Grant::ClockBehind { until } => clock = until,
+                                _ => {}
+                            }
+                        }
+                    }
+                    3 => {
+                        if let Turn::Waiting(p, v) = at[b] {
+                            let drifts = sv.tl.drifts;
+                            let c = loop {
+                                match sv.tl.claim(&sv.cursor, p, clock, false) {
+                                    Claim::Write => sv.write(),
+                                    c => break c,
+                                }
+                            };
+                            prop_assert_eq!(sv.tl.drifts, drifts, "a claim never flips");
+                            match c {
+                                Claim::Take(id) => {
+                                    prop_assert!(seen.insert(id), "repeated {:?} (promise)", id);
+                                    prop_assert_eq!((id.0, id.1, id.2), (p.unit, p.tick, p.seq));
+                                    prop_assert!(id.0 <= clock);
+                                    let disk = sv.disk.expect("an ID before any state file");
+                                    prop_assert!(ticks(&disk)[id.1 as usize] >= id.0 as i64);
+                                    kept += 1;
+                                    at[b] = Turn::Idle;
+                                }
+                                // The wait: the clock reaches the promised unit.
+                                Claim::Wait { until } => {
+                                    prop_assert!(until > clock);
+                                    clock = until;
+                                }
+                                Claim::Void => {
+                                    prop_assert!(voids > v, "{:?} voided without a flip or an absorb", p);
+                                    at[b] = Turn::Idle;
+                                }
+                                Claim::Write => unreachable!(),
+                            }
+                        }
+                    }
+                    _ => unreachable!(),
+                }
+            }
+            let _ = kept;
+        }
+    }
+
+    #[test]
+    fn a_full_unit_promises_the_next_units_in_order_and_the_cursor_serves_the_rest() {
+        // A 4-number slice: unit 1000 used up by the cursor, then three callers wait.
+        let slice = Slice::new(10, 13).unwrap();
+        let mut sv = Server::sliced(slice);
+        let mut clock = 1000;
+        for _ in 0..4 {
+            sv.take(&mut clock);
+        }
+        assert_eq!(clock, 1000);
+        assert!(matches!(sv.slow(1000), Grant::FullUnit { until: 1001 }));
+        let p: Vec<Promise> = (0..6).map(|_| sv.tl.promise().unwrap()).collect();
+        let got: Vec<(u64, u16)> = p.iter().map(|p| (p.unit, p.seq)).collect();
+        assert_eq!(
+            got,
+            [
+                (1001, 10),
+                (1001, 11),
+                (1001, 12),
+                (1001, 13),
+                (1002, 10),
+                (1002, 11)
+            ]
+        );
+        // Unit 1001 is promised whole: the cursor does not open on it, newcomers wait.
+        assert!(matches!(sv.slow(1001), Grant::FullUnit { .. }));
+        // The third caller claims first: its number, whatever the order of the claims.
+        assert_eq!(
+            sv.tl.claim(&sv.cursor, p[2], 1001, false),
+            Claim::Take((1001, 0, 12))
+        );
+        assert_eq!(
+            sv.tl.claim(&sv.cursor, p[4], 1001, false),
+            Claim::Wait { until: 1002 }
+        );
+        // Unit 1002: the cursor serves 12 and 13, what is not promised.
+        let mut c = 1002;
+        assert_eq!(sv.take(&mut c).0, (1002, 0, 12));
+        assert_eq!(sv.take(&mut c).0, (1002, 0, 13));
+        assert_eq!(
+            sv.tl.claim(&sv.cursor, p[4], 1002, false),
+            Claim::Take((1002, 0, 10))
+        );
+        // A late claim of a past unit is still that caller's number.
+        assert_eq!(
+            sv.tl.claim(&sv.cursor, p[0], 1003, false),
+            Claim::Take((1001, 0, 10))
+        );
+        // A flip voids what is still promised.
+        let q = sv.tl.promise().unwrap();
+        sv.slow(900);
+        assert_eq!(sv.tl.drifts, 1, "flipped");
+        assert_eq!(sv.tl.claim(&sv.cursor, q, 2000, false), Claim::Void);
     }
 
     /// Real threads on one cursor and one locked timeline, a clock thread moving time forward

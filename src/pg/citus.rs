@@ -9,6 +9,14 @@
 //!
 //! Plain reads of two tables Citus grants to PUBLIC, no Citus function: they work whether or not
 //! the Citus library is loaded in this backend, and cost one query per backend.
+//!
+//! One database decides: the node's group is read in the database that holds the node's Citus
+//! metadata, `sno.citus_database` when it is set (sessions in every other database go on with
+//! what it published and read nothing), else whichever database with Citus a session makes IDs
+//! in, as long as all agree with what was published and with the group the lineage keeps. A
+//! second database with Citus that disagrees (not activated, or another cluster's metadata)
+//! changes nothing: `sno_generate` refuses there, with a HINT naming the setting. The
+//! monitoring functions never read Citus: any role may call them, in any database.
 
 use crate::generator::citus::Node;
 use crate::pg::shmem::Shared;
@@ -66,9 +74,18 @@ fn local_node() -> Option<Node> {
     })
 }
 
+/// A database's Citus metadata disagrees with the node's group the server goes on with.
+pub struct Disagreement {
+    /// What this database's Citus metadata says.
+    pub here: Node,
+    /// The group the server goes on with (published by another database, or kept by the
+    /// lineage).
+    pub server: Node,
+}
+
 /// Reads Citus once per backend and publishes what it found. Whether the server-wide value
-/// changed (the lineage must be judged again).
-pub fn publish(s: &Shared) -> bool {
+/// changed (the lineage must be judged again). Called by `sno_generate` only.
+pub fn publish(s: &Shared) -> Result<bool, Disagreement> {
     // Cheapest first: a server without Citus stops at `loaded`. A standby makes no IDs, and
     // reading Citus's catalog there fails inside Citus (it asks for a transaction ID): its group
     // is read once it is promoted. A parallel worker takes the group its leader published (the
@@ -79,16 +96,53 @@ pub fn publish(s: &Shared) -> bool {
         || unsafe { pg_sys::RecoveryInProgress() }
         || unsafe { pg_sys::ParallelWorkerNumber } >= 0
     {
-        return false;
+        return Ok(false);
     }
-    let node = local_node();
+    let named = crate::pg::gucs::citus_database();
+    if let Some(db) = &named {
+        if !this_database_is(db) {
+            // Another database decides: go on with what it published.
+            READ.store(true, Relaxed);
+            return Ok(false);
+        }
+    }
+    let Some(node) = local_node() else {
+        return Ok(false);
+    };
+    if named.is_none() {
+        let kept = crate::pg::shmem::lineage_snapshot(s).citus_group;
+        let kept = (kept != crate::generator::lineage::NO_GROUP).then_some(kept);
+        if let Err(server) = crate::generator::citus::agrees(node, published(s), kept) {
+            return Err(Disagreement { here: node, server });
+        }
+    }
     let code = match node {
-        None => return false,
-        Some(Node::Group(g)) => g,
-        Some(Node::NotActivated) => NOT_ACTIVATED,
+        Node::Group(g) => g,
+        Node::NotActivated => NOT_ACTIVATED,
     };
     READ.store(true, Relaxed);
-    s.citus_node.swap(code, Relaxed) != code
+    Ok(s.citus_node.swap(code, Relaxed) != code)
+}
+
+/// Whether this backend's database is named `name`.
+fn this_database_is(name: &core::ffi::CStr) -> bool {
+    // SAFETY: a catalog lookup of this backend's own database; NULL if it is gone.
+    let mine = unsafe { pg_sys::get_database_name(pg_sys::MyDatabaseId) };
+    // SAFETY: a NUL-terminated string palloc'd above, or NULL.
+    !mine.is_null() && unsafe { core::ffi::CStr::from_ptr(mine) } == name
+}
+
+/// This backend's database name, for messages.
+pub fn this_database() -> String {
+    // SAFETY: as in this_database_is.
+    let mine = unsafe { pg_sys::get_database_name(pg_sys::MyDatabaseId) };
+    if mine.is_null() {
+        return String::new();
+    }
+    // SAFETY: a NUL-terminated string.
+    unsafe { core::ffi::CStr::from_ptr(mine) }
+        .to_string_lossy()
+        .into_owned()
 }
 
 /// What was published, if anything.

@@ -5,15 +5,20 @@
 //! a DBA will follow literally: the client tests follow each one and check what happens next.
 
 use crate::generator::state_file::FILE_NAME;
-use crate::generator::timeline::{SliceError, MIN_SLICE};
+use crate::generator::timeline::{SliceError, MIN_PEER_SLICE, MIN_SLICE};
 use crate::id::encoding::DecodeError;
 use crate::id::layout::{PartsError, LEN};
 use crate::pg::report::{quoted, timestamptz_text, Report};
 use pgrx::PgSqlErrorCode as Code;
 
 /// An explicit partition beside a Citus cluster's derived ones: group numbers grow from 0, so a
-/// partition of the highest group is the last any node would derive.
-const CITUS_TOP: &str = "one no other server uses from the top of the range, whose group (the partition modulo 4096) the cluster's group numbers will not reach: 65535, 61439, 57343, ... (4095 + 4096 * k)";
+/// partition of the highest group is the last any node would derive; partitions from 61440 up
+/// are reserved (../PARTITION-SPACE: generation 15 of every group), so its generations 14 down
+/// to 0.
+const CITUS_TOP: &str = "one no other server uses from the top of the range, whose group (the partition modulo 4096) the cluster's group numbers will not reach, and below 61440 (sno reserves 61440-65535): 61439, 57343, 53247, ... (4095 + 4096 * k, k from 14 down to 0)";
+
+/// An explicit partition for a server outside a Citus cluster.
+const NEW_PARTITION: &str = "a sno.partition no server has used, below 61440 (sno reserves 61440-65535), for example the first of 61439, 57343, 53247, ... (4095 + 4096 * k, k from 14 down to 0) that no server has used";
 
 /// The time range of the format, for DETAILs.
 const RANGE: &str = "2010-01-01 00:00:00 UTC to 2079-09-07 15:47:35.551999 UTC";
@@ -49,10 +54,14 @@ pub enum Problem<'a> {
     InitializeNotSuperuser,
 
     // --- The generator: its durable state and lineage ------------------------------------
-    /// No state file, and an explicit partition.
-    NoStateFile,
-    /// An unusable state file, and an explicit partition.
-    BadStateFile { reason: &'a str },
+    /// No state file, and an explicit partition or a Citus node (`citus`).
+    NoStateFile { citus: bool },
+    /// An unusable state file, and an explicit partition or a Citus node (`citus`).
+    BadStateFile { reason: &'a str, citus: bool },
+    /// `sno_generator_initialize` without a valid state file while `sno.partition` is still
+    /// what was in force when the file was found missing or unusable (`None`: derived, on a
+    /// server with Citus).
+    SamePartitionAfterLoss { partition: Option<u16>, citus: bool },
     /// The state file could not be written.
     WriteFailed(&'a std::io::Error),
     /// A copy configured with its original's explicit partition; `maybe_moved` when the copy
@@ -66,6 +75,14 @@ pub enum Problem<'a> {
     /// Citus is installed but the server is not a node of a cluster yet (its port, for the
     /// HINT).
     CitusNotActivated(i32),
+    /// This database's Citus metadata (`here`, as "group N" or "not a node") disagrees with the
+    /// group the server goes on with (`server`), and no `sno.citus_database` names the
+    /// deciding database.
+    CitusDisagreement {
+        database: &'a str,
+        here: &'a str,
+        server: &'a str,
+    },
     /// The wait for the synchronous standbys to confirm the lineage record ending at `lsn` was
     /// cancelled (query cancel, `statement_timeout`, termination): no ID is handed out.
     SyncNotConfirmed { lsn: u64 },
@@ -172,18 +189,31 @@ impl Problem<'_> {
                 "only superusers can initialize the sno generator",
             ),
 
-            Problem::NoStateFile => Report::new(
+            Problem::NoStateFile { citus } => Report::new(
                 Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
                 format!("sno generator has no state file (\"{FILE_NAME}\" in the data directory)"),
             )
-            .detail("The file records up to when this server's partition was used, so that a restart with the clock set back cannot repeat IDs.")
-            .hint("If the file was moved away, put it back (after pg_upgrade: copy the one in the old data directory) and run SELECT sno_generator_initialize(); as a superuser; a copy from an older backup is not enough. Otherwise first give this server a sno.partition no server has used and reload the configuration, then run SELECT sno_generator_initialize();."),
-            Problem::BadStateFile { reason } => Report::new(
+            .detail(if *citus {
+                "The file records up to when this server's partitions were used and which generations of its Citus group's partitions it used, so that no ID is repeated."
+            } else {
+                "The file records up to when this server's partition was used, so that a restart with the clock set back cannot repeat IDs."
+            })
+            .hint(format!("If the file was moved away, put it back (after pg_upgrade: copy the one in the old data directory) and run SELECT sno_generator_initialize(); as a superuser; a copy from an older backup is not enough. Otherwise first give this server {}, and reload the configuration, then run SELECT sno_generator_initialize();.", new_partition(*citus))),
+            Problem::BadStateFile { reason, citus } => Report::new(
                 Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
                 format!("cannot use the sno generator state file \"{FILE_NAME}\": {reason}"),
             )
             .detail("Without it a restart with the clock set back could repeat IDs, so none are made.")
-            .hint("Give this server a sno.partition no server has used and reload the configuration, then run SELECT sno_generator_initialize(force => true); as a superuser. A copy of the file from a backup is not enough: IDs made after it could repeat."),
+            .hint(format!("Give this server {}, and reload the configuration, then run SELECT sno_generator_initialize(force => true); as a superuser. A copy of the file from a backup is not enough: IDs made after it could repeat.", new_partition(*citus))),
+            Problem::SamePartitionAfterLoss { partition, citus } => Report::new(
+                Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+                match partition {
+                    Some(p) => format!("cannot initialize the sno generator with partition {p}: it was in force when the state file was lost"),
+                    None => "cannot initialize the sno generator with its Citus group's partitions: they were in force when the state file was lost".to_string(),
+                },
+            )
+            .detail("The lost file recorded up to when those partitions were used; without it, IDs made now with them could repeat earlier ones.")
+            .hint(format!("Give this server {}, and reload the configuration, then run this again. Only if no ID made with the old partition can ever be repeated (every one of them is older than the clock now and the clock will never be set back), run SELECT sno_generator_initialize(force => true, take_over => true); instead.", new_partition(*citus))),
             Problem::WriteFailed(e) => Report::new(
                 Code::ERRCODE_IO_ERROR,
                 format!("could not write sno generator state file \"{FILE_NAME}\": {e}"),
@@ -216,13 +246,23 @@ impl Problem<'_> {
                 format!("Citus node group {g} has no sno partitions"),
             )
             .detail(format!("sno gives the Citus node groups 0 to {} sixteen partitions each (group + 4096 * generation), and this node's group number is past them.", crate::generator::citus::GROUPS - 1))
-            .hint("Give this node its own sno.partition, one no other server uses whose group (the partition modulo 4096) is not in SELECT groupid FROM pg_dist_node; on the coordinator and is no group of a server that still runs, and reload the configuration."),
+            .hint(format!("Give this node its own sno.partition, {CITUS_TOP}, and reload the configuration.")),
             Problem::CitusNotActivated(port) => Report::new(
                 Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
                 "this server has Citus but is not a node of a Citus cluster yet",
             )
             .detail("sno gives each Citus node group its own partitions, and this server has no group yet: pg_dist_local_group reads 0 and it knows no nodes.")
             .hint(format!("If this server is the coordinator, run SELECT citus_set_coordinator_host('<host>', {port}); here, with <host> the name the workers reach it by. If it is to be a worker, run SELECT citus_add_node('<host>', {port}); on the coordinator, with <host> the name the coordinator reaches it by. Otherwise give it its own sno.partition, {CITUS_TOP}, and reload the configuration.")),
+            Problem::CitusDisagreement {
+                database,
+                here,
+                server,
+            } => Report::new(
+                Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+                format!("the Citus metadata of database {} disagrees with this server's Citus node group", quoted(database.as_bytes())),
+            )
+            .detail(format!("Here this server is {here}; it makes IDs as {server}, which another database's Citus metadata or this server's lineage says. Only one database decides a node's group."))
+            .hint(format!("Set sno.citus_database to the name of the database that holds this node's Citus metadata, in postgresql.conf or with ALTER SYSTEM, and reload the configuration; sessions in other databases then use the group that database says. If that is {}, new sessions there make IDs as {here}.", quoted(database.as_bytes()))),
             Problem::BadSlice { min, max, why } => {
                 let detail = match why {
                     SliceError::Reversed => {
@@ -230,20 +270,24 @@ impl Problem<'_> {
                     }
                     _ => format!(
                         "The slice holds sno.sequence_max - sno.sequence_min + 1 sequence \
-                         numbers per 4 ms unit, at least {MIN_SLICE} (muyo/sno's \
-                         minSequencePoolSize)."
+                         numbers per 4 ms unit, at least {MIN_SLICE}."
                     ),
                 };
-                // The nearest usable slice: the bounds swapped, then widened to 4 numbers.
-                let (lo, hi) = if min > max { (*max, *min) } else { (*min, *max) };
-                let (lo, hi) = widened(lo, hi);
+                // Only the bounds swapped is proposed as numbers (the same numbers, in order):
+                // any other slice could overlap another generator's on the partition.
+                let set = match (*max, *min) {
+                    (lo, hi) if *min > *max && hi - lo + 1 >= MIN_SLICE as i32 => {
+                        format!("Set sno.sequence_min = {lo} and sno.sequence_max = {hi} in postgresql.conf,")
+                    }
+                    _ => format!("Set sno.sequence_min and sno.sequence_max in postgresql.conf to a slice of at least {MIN_SLICE} numbers (sno.sequence_max at least sno.sequence_min + {}) that no other generator of this server's partition uses (a muyo/sno generator's own slice needs at least {MIN_PEER_SLICE}), or delete both lines there if no other generator shares the partition;", MIN_SLICE - 1),
+                };
                 Report::new(
                     Code::ERRCODE_INVALID_PARAMETER_VALUE,
                     format!("invalid sequence slice for sno: sno.sequence_min = {min}, sno.sequence_max = {max}"),
                 )
                 .detail(detail)
                 .hint(format!(
-                    "Set sno.sequence_min = {lo} and sno.sequence_max = {hi} (or the bounds your other generators leave free) in postgresql.conf, delete any sno.sequence_min or sno.sequence_max line ALTER SYSTEM left in postgresql.auto.conf (it overrides postgresql.conf), and start the server."
+                    "{set} delete any sno.sequence_min or sno.sequence_max line ALTER SYSTEM left in postgresql.auto.conf (it overrides postgresql.conf), and start the server."
                 ))
             }
             Problem::SyncNotConfirmed { lsn } => Report::new(
@@ -381,7 +425,7 @@ pub fn emit_deferred() {
 }
 
 /// The copy's HINT without the branch for a moved data directory.
-const COPY_HINT: &str = "Give this server its own sno.partition, one no other server uses (in postgresql.conf or with ALTER SYSTEM), and reload the configuration.";
+const COPY_HINT: &str = "Give this server its own sno.partition, one no other server uses and below 61440 (sno reserves 61440-65535), in postgresql.conf or with ALTER SYSTEM, and reload the configuration.";
 
 /// A bad text input for a message: whole when short, else its first characters and its
 /// length, so that a mistaken multi-megabyte value does not make a multi-megabyte error
@@ -399,15 +443,12 @@ fn quoted_cut(input: &[u8]) -> String {
     format!("\"{}...\" ({} bytes)", &text[..end], input.len())
 }
 
-/// The slice `lo..=hi` widened to at least [`MIN_SLICE`] numbers within 0..=65535.
-fn widened(lo: i32, hi: i32) -> (i32, i32) {
-    let need = MIN_SLICE as i32 - 1;
-    if hi - lo >= need {
-        (lo, hi)
-    } else if lo + need <= 65535 {
-        (lo, lo + need)
+/// The explicit partition a HINT proposes after a lost state file.
+fn new_partition(citus: bool) -> String {
+    if citus {
+        format!("its own sno.partition, {CITUS_TOP}")
     } else {
-        (65535 - need, 65535)
+        NEW_PARTITION.to_string()
     }
 }
 

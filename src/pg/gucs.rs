@@ -10,8 +10,10 @@ use pgrx::{GucContext, GucFlags, GucRegistry, GucSetting};
 static PARTITION: GucSetting<i32> = GucSetting::<i32>::new(-1);
 
 /// `sno.max_clock_wait`: how long (ms) `sno_generate` may wait for the clock to come back to
-/// time it may use (after a second clock regression, or with a clock that does not advance)
-/// before it fails. Superuser-settable, per session if wanted.
+/// time it may use (after a second clock regression), or past the start of the unit its turn
+/// comes in (a clock that does not advance), before it fails. A unit used up by other callers
+/// is not clock trouble: the caller waits for its turn in a later unit, and only time past
+/// that unit's start counts. Superuser-settable, per session if wanted.
 static MAX_CLOCK_WAIT_MS: GucSetting<i32> = GucSetting::<i32>::new(10_000);
 
 /// `sno.sequence_min` / `sno.sequence_max`: the slice of the sequence pool `sno_generate`
@@ -21,6 +23,17 @@ static MAX_CLOCK_WAIT_MS: GucSetting<i32> = GucSetting::<i32>::new(10_000);
 /// durable horizon, so no unit is numbered from two slices.
 static SEQUENCE_MIN: GucSetting<i32> = GucSetting::<i32>::new(0);
 static SEQUENCE_MAX: GucSetting<i32> = GucSetting::<i32>::new(65535);
+
+/// `sno.citus_database`: the database whose Citus metadata decides this node's group (see
+/// [`crate::pg::citus`]); empty: any database with Citus that agrees with the others.
+/// Server configuration only (`SIGHUP`).
+static CITUS_DATABASE: GucSetting<Option<std::ffi::CString>> =
+    GucSetting::<Option<std::ffi::CString>>::new(None);
+
+/// `sno.citus_database`, if set (not empty).
+pub fn citus_database() -> Option<std::ffi::CString> {
+    CITUS_DATABASE.get().filter(|s| !s.is_empty())
+}
 
 /// The configured slice (the whole pool when sno is not preloaded), or why it is refused.
 pub fn slice() -> Result<Slice, (i32, i32, SliceError)> {
@@ -96,13 +109,23 @@ pub fn init() {
     GucRegistry::define_int_guc(
         c"sno.max_clock_wait",
         c"Longest wait of sno_generate for the system clock before it fails.",
-        c"Waits happen when the clock goes back into time already used twice in a row, or does \
-          not advance past a unit whose 65,536 sequence numbers are all used.",
+        c"Counts the time spent waiting for a clock that went back into time already used twice \
+          in a row, or that does not reach the 4 ms unit a caller's turn comes in after every \
+          sequence number of a unit was taken. Waiting for that turn itself does not count.",
         &MAX_CLOCK_WAIT_MS,
         0,
         3_600_000,
         GucContext::Suset,
         GucFlags::UNIT_MS,
+    );
+    GucRegistry::define_string_guc(
+        c"sno.citus_database",
+        c"Database whose Citus metadata decides this node's Citus group for sno_generate.",
+        c"Empty: any database with Citus in which sno_generate runs, as long as all agree. Set \
+          it on a node with Citus in more than one database.",
+        &CITUS_DATABASE,
+        GucContext::Sighup,
+        GucFlags::default(),
     );
     // Server-start settings can be defined only while the postmaster preloads the library
     // (PostgreSQL refuses them later, ending the session); loaded any other way, sno has no
@@ -124,7 +147,7 @@ pub fn init() {
         GucRegistry::define_int_guc(
             c"sno.sequence_max",
             c"Last sequence number sno_generate uses in each 4 ms unit.",
-            c"Must be above sno.sequence_min, at least 3 above (muyo/sno's smallest pool, 4).",
+            c"Must be at least 3 above sno.sequence_min (a slice of at least 4 numbers).",
             &SEQUENCE_MAX,
             0,
             65535,

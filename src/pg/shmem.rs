@@ -14,7 +14,9 @@ use crate::generator::state_file;
 use crate::generator::timeline::{derived_partition, Cursor, Slice, Timeline};
 use crate::pg::errors::{self, Problem};
 use core::cell::UnsafeCell;
-use core::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU32, AtomicU64, Ordering};
+use core::sync::atomic::{
+    AtomicBool, AtomicI32, AtomicI64, AtomicPtr, AtomicU32, AtomicU64, Ordering,
+};
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 
@@ -51,6 +53,13 @@ pub struct Shared {
     pub renew_wanted: AtomicBool,
     /// Everything that changes only under `lock`.
     pub guarded: UnsafeCell<Guarded>,
+    /// A copy of `guarded.lineage` for the monitoring functions, which take no lock that
+    /// `sno_generate` waits for: [`set_lineage`] (under `lock`, so one writer at a time)
+    /// rewrites it between two increments of `lineage_seq`, which is odd meanwhile, and a
+    /// reader ([`lineage_snapshot`]) copies it again if the counter moved.
+    pub lineage_view: UnsafeCell<State>,
+    /// See `lineage_view`.
+    pub lineage_seq: AtomicU64,
     /// The cluster's system identifier, read at start-up.
     pub system_identifier: u64,
     /// The partition derived from the system identifier and the incarnation (used when
@@ -94,7 +103,14 @@ pub struct Shared {
     pub reason: [u8; 200],
     /// Length of `reason`.
     pub reason_len: u32,
+    /// Where the partition came from ([`crate::pg::generator::durable::source_key`]) when
+    /// `sno_generate` first refused for want of a usable state file since start-up;
+    /// [`NOT_LOST`] before. `sno_generator_initialize` refuses to start afresh with it.
+    pub lost_source: AtomicI64,
 }
+
+/// [`Shared::lost_source`] before any refusal for a missing or unusable state file.
+pub const NOT_LOST: i64 = i64::MIN;
 
 /// The part of the shard table read and written only under its lock.
 #[repr(C)]
@@ -205,6 +221,29 @@ pub fn locked<R>(s: &'static Shared, f: impl FnOnce(&mut Guarded) -> R) -> R {
         errors::emit_deferred();
     }
     r
+}
+
+/// The lineage state as [`set_lineage`] last installed it, copied without any lock (a
+/// sequence counter tells a copy that overlapped a rewrite, which is made again): for the
+/// monitoring functions, so that a reader, however slow, never holds up `sno_generate`.
+pub fn lineage_snapshot(s: &Shared) -> State {
+    loop {
+        let before = s.lineage_seq.load(Ordering::Acquire);
+        if before & 1 == 0 {
+            // SAFETY: a byte copy into MaybeUninit (a torn copy is never assumed valid).
+            let copy = unsafe {
+                core::ptr::read_volatile(
+                    s.lineage_view.get().cast::<core::mem::MaybeUninit<State>>(),
+                )
+            };
+            core::sync::atomic::fence(Ordering::Acquire);
+            if s.lineage_seq.load(Ordering::Relaxed) == before {
+                // SAFETY: no rewrite overlapped the copy: it is the State set_lineage wrote.
+                return unsafe { copy.assume_init() };
+            }
+        }
+        core::hint::spin_loop();
+    }
 }
 
 /// A copy of what `f` reads of the guarded state, under the LWLock in shared mode: for the
@@ -381,6 +420,13 @@ pub fn fsync_enabled() -> bool {
 /// Installs `st` as the lineage state and updates the derived partition. Under the lock.
 pub fn set_lineage(s: &Shared, g: &mut Guarded, st: State) {
     g.lineage = st;
+    // The monitoring copy: odd while it is being rewritten.
+    s.lineage_seq.fetch_add(1, Ordering::Relaxed);
+    core::sync::atomic::fence(Ordering::Release);
+    // SAFETY: one writer (under `lock`); readers copy it as bytes and keep the copy only if
+    // `lineage_seq` did not move meanwhile (lineage_snapshot).
+    unsafe { core::ptr::write_volatile(s.lineage_view.get(), st) };
+    s.lineage_seq.fetch_add(1, Ordering::Release);
     s.derived_partition.store(
         derived_partition(s.system_identifier, st.incarnation) as u32,
         Ordering::Relaxed,
@@ -527,6 +573,8 @@ unsafe extern "C-unwind" fn on_startup() {
             lineage_lsn: AtomicU64::new(0),
             worker_latch: AtomicPtr::new(core::ptr::null_mut()),
             renew_wanted: AtomicBool::new(false),
+            lineage_view: UnsafeCell::new(State::fresh(sysid, 0, 0, 0)),
+            lineage_seq: AtomicU64::new(0),
             guarded: UnsafeCell::new(Guarded {
                 timeline: Timeline::new(slice),
                 units_opened: 0,
@@ -551,6 +599,7 @@ unsafe extern "C-unwind" fn on_startup() {
             state: AtomicU32::new(STATE_MISSING),
             reason: [0; 200],
             reason_len: 0,
+            lost_source: AtomicI64::new(NOT_LOST),
         });
         restore_state(&mut *p);
     }

@@ -448,4 +448,32 @@ mod tests {
         assert!(rows >= 4, "{rows} rows");
         assert_eq!(partition, one::<i32>("SELECT partition FROM sno_generator"));
     }
+
+    /// `sno_generator_lineage` copies some 16 kB: it takes no lock at all (a sequence counter
+    /// tells a copy that overlapped a change), so it runs while the generator's lock is held
+    /// exclusively (here by this backend itself: a regression hangs this test), and returns
+    /// the lineage the locked state holds.
+    #[pg_test]
+    fn the_lineage_view_takes_no_lock() {
+        use crate::pg::shmem;
+        let s = shmem::shared().expect("sno is preloaded in the test cluster");
+        run("SELECT sno_generate(1)");
+        let before = one::<i64>("SELECT count(*) FROM sno_generator_lineage");
+        // SAFETY: plain LWLock use, released below (an error aborts the transaction, which
+        // releases every LWLock).
+        unsafe { pg_sys::LWLockAcquire(s.lock, pg_sys::LWLockMode::LW_EXCLUSIVE) };
+        let rows = one::<i64>("SELECT count(*) FROM sno_generator_lineage");
+        let mine = one::<i64>("SELECT count(*) FROM sno_generator_lineage WHERE used_here");
+        // SAFETY: held above.
+        let locked = unsafe { (*s.guarded.get()).lineage };
+        // SAFETY: held above.
+        unsafe { pg_sys::LWLockRelease(s.lock) };
+        assert_eq!(rows, before);
+        let want = locked.entries().len() + locked.folded().count();
+        assert_eq!(rows as usize, want);
+        assert!(
+            mine >= 1,
+            "this server's own partition is listed as used here"
+        );
+    }
 }

@@ -259,11 +259,54 @@ pub(super) fn raise_refusal(r: Refusal) -> ! {
     })
 }
 
+/// No usable state file: the error, whose HINT proposes a new explicit partition. The first
+/// such refusal since start-up records where the partition came from, which
+/// `sno_generator_initialize` then refuses to start afresh with.
 pub(super) fn raise_state(s: &Shared, st: u32) -> ! {
+    let _ =
+        s.lost_source
+            .compare_exchange(shmem::NOT_LOST, source_key(source(s)), Relaxed, Relaxed);
+    let citus = crate::pg::citus::loaded();
     if st == shmem::STATE_MISSING {
-        errors::raise(Problem::NoStateFile)
+        errors::raise(Problem::NoStateFile { citus })
     } else {
-        errors::raise(Problem::BadStateFile { reason: s.reason() })
+        errors::raise(Problem::BadStateFile {
+            reason: s.reason(),
+            citus,
+        })
+    }
+}
+
+/// Raises what the slow path or `sno_generator_initialize` could not get past.
+pub(super) fn raise_slow(s: &Shared, e: SlowError) -> ! {
+    match e {
+        SlowError::Clock => errors::raise(Problem::ClockOutOfRange),
+        SlowError::State(st) => raise_state(s, st),
+        SlowError::Refused(r) => raise_refusal(r),
+        SlowError::Write(e) => raise_write(e),
+        SlowError::SameAsLost(key) => errors::raise(Problem::SamePartitionAfterLoss {
+            partition: u16::try_from(key).ok(),
+            citus: crate::pg::citus::loaded(),
+        }),
+    }
+}
+
+/// Whether `sno_generator_initialize` may start the durable state afresh (no valid file to
+/// adopt) with the partition's source now: not with the explicit partition in force when
+/// `sno_generate` refused for want of the file, nor without an explicit partition on a server
+/// with Citus (the lost file recorded its group's generations), unless `take_over` says so.
+fn may_start_afresh(s: &Shared, take_over: bool) -> Result<(), SlowError> {
+    let lost = s.lost_source.load(Relaxed);
+    if lost == shmem::NOT_LOST || take_over {
+        return Ok(());
+    }
+    match source(s) {
+        Source::Explicit(p) if i64::from(p) != lost => Ok(()),
+        Source::Derived if !crate::pg::citus::loaded() => Ok(()),
+        now => Err(SlowError::SameAsLost(match now {
+            Source::Explicit(p) => i64::from(p),
+            _ => -1,
+        })),
     }
 }
 
@@ -327,6 +370,8 @@ pub(super) fn generator_initialize(
                     g.timeline.close(&s.hot.cursor);
                     shmem::new_epoch(s);
                     let mut tl = Timeline::restore(file.me, g.timeline.slice);
+                    // Promises of the timeline replaced are not kept (absorb voids this round).
+                    tl.round = g.timeline.round;
                     tl.absorb(g.timeline.durable(), &s.hot.cursor);
                     g.timeline = tl;
                     shmem::set_lineage(s, g, file);
@@ -336,6 +381,7 @@ pub(super) fn generator_initialize(
                     did = true;
                 }
                 (_, Ok(None)) => {
+                    may_start_afresh(s, take_over)?;
                     g.dirty = true;
                     s.state.store(shmem::STATE_READY, Relaxed);
                     did = true;
@@ -344,6 +390,7 @@ pub(super) fn generator_initialize(
                     if !force {
                         return Err(SlowError::State(shmem::STATE_BROKEN));
                     }
+                    may_start_afresh(s, take_over)?;
                     errors::warn_later(Problem::ReplacingStateFile {
                         reason: &e.to_string(),
                     });
@@ -370,10 +417,7 @@ pub(super) fn generator_initialize(
     });
     match outcome {
         Ok(did) => did,
-        Err(SlowError::State(st)) => raise_state(s, st),
-        Err(SlowError::Refused(r)) => raise_refusal(r),
-        Err(SlowError::Write(e)) => raise_write(e),
-        Err(SlowError::Clock) => errors::raise(Problem::ClockOutOfRange),
+        Err(e) => raise_slow(s, e),
     }
 }
 

@@ -1,8 +1,8 @@
 //! `sno_generate`: the fast path, the slow path under the lock, and waits for the clock.
 
-use super::durable::{ask_for_renewal, judge, raise_refusal, raise_state, raise_write, write_now};
+use super::durable::{ask_for_renewal, judge, raise_slow, raise_write, write_now};
 use super::{shared_or_raise, wal_timeline};
-use crate::generator::timeline::Grant;
+use crate::generator::timeline::{Claim, Grant, Promise};
 use crate::id::layout::{Sno, MAX_UNITS};
 use crate::id::time::{units_from_timespec, units_to_pg_micros, units_to_unix_nanos};
 use crate::pg::errors::{self, Problem};
@@ -172,7 +172,19 @@ pub(super) fn generate_slow(b: &mut Backend, meta: u8) -> Sno {
         errors::raise(Problem::GenerateInRecovery);
     }
     // Once per backend, in a database with Citus: this server's node group.
-    crate::pg::citus::publish(s);
+    if let Err(d) = crate::pg::citus::publish(s) {
+        let name = |n: crate::generator::citus::Node| match n {
+            crate::generator::citus::Node::Group(g) => format!("the node of Citus group {g}"),
+            crate::generator::citus::Node::NotActivated => {
+                "not a node of a Citus cluster".to_string()
+            }
+        };
+        errors::raise(Problem::CitusDisagreement {
+            database: &crate::pg::citus::this_database(),
+            here: &name(d.here),
+            server: &name(d.server),
+        });
+    }
     let timeline = wal_timeline();
     let mut waited_since: Option<std::time::Instant> = None;
     loop {
@@ -180,6 +192,7 @@ pub(super) fn generate_slow(b: &mut Backend, meta: u8) -> Sno {
         let mut renew = false;
         let mut tick = 0;
         let mut judged = (0u16, 0u64);
+        let mut promised: Option<Promise> = None;
         let grant = shmem::locked(s, |g| {
             // The epoch before the judgment reads the configured partition: a reload that
             // publishes a new one (and then a new epoch) after this read sends this backend
@@ -207,15 +220,13 @@ pub(super) fn generate_slow(b: &mut Backend, meta: u8) -> Sno {
                 // Renewed by the worker ahead of need, outside both locks.
                 renew = g.timeline.due(HORIZON_AHEAD, HORIZON_MARGIN).is_some();
             }
+            if let Grant::FullUnit { .. } = grant {
+                // This caller's turn in a later unit, kept for it whoever asks meanwhile.
+                promised = Some(g.timeline.promise().ok_or(SlowError::Clock)?);
+            }
             Ok(grant)
         });
-        let grant = match grant {
-            Ok(g) => g,
-            Err(SlowError::Clock) => errors::raise(Problem::ClockOutOfRange),
-            Err(SlowError::State(st)) => raise_state(s, st),
-            Err(SlowError::Refused(r)) => raise_refusal(r),
-            Err(SlowError::Write(e)) => raise_write(e),
-        };
+        let grant = grant.unwrap_or_else(|e| raise_slow(s, e));
         b.shared = s;
         match grant {
             Grant::Open { flipped, .. } => {
@@ -255,27 +266,106 @@ pub(super) fn generate_slow(b: &mut Backend, meta: u8) -> Sno {
                 // clock went back, or the lineage changed: this call writes and waits.
                 write_now(s, timeline).unwrap_or_else(|e| raise_write(e));
             }
-            Grant::FullUnit { until } | Grant::ClockBehind { until } => {
+            Grant::FullUnit { .. } => {
+                s.full_unit_stalls.fetch_add(1, Relaxed);
                 // SAFETY: our own slot (or none).
-                let slot = unsafe { b.slot.as_ref() };
-                let (counted, why) = if matches!(grant, Grant::FullUnit { .. }) {
-                    (
-                        [Some(&s.full_unit_stalls), slot.map(|x| &x.full_unit_stalls)],
-                        "Every sequence number of the current 4 ms unit is taken",
-                    )
-                } else {
-                    (
-                        [Some(&s.clock_waits), slot.map(|x| &x.clock_waits)],
-                        "The system clock went back into time already used for IDs",
-                    )
-                };
-                for c in counted.into_iter().flatten() {
-                    c.fetch_add(1, Relaxed);
+                if let Some(slot) = unsafe { b.slot.as_ref() } {
+                    slot.full_unit_stalls.fetch_add(1, Relaxed);
                 }
-                wait_for_unit(s, until, &mut waited_since, why);
+                if let Some(p) = promised {
+                    if let Some(id) = take_turn(b, s, p, timeline, meta) {
+                        return id;
+                    }
+                }
+                // The promise was voided (a flip, a new judgment): ask again.
+            }
+            Grant::ClockBehind { until } => {
+                s.clock_waits.fetch_add(1, Relaxed);
+                // SAFETY: our own slot (or none).
+                if let Some(slot) = unsafe { b.slot.as_ref() } {
+                    slot.clock_waits.fetch_add(1, Relaxed);
+                }
+                // All the time this call waits for the clock to come back counts.
+                let from = *waited_since.get_or_insert_with(std::time::Instant::now);
+                wait_for_unit(s, until, from, CLOCK_BEHIND);
             }
         }
     }
+}
+
+/// Why a call waits for the clock to come back.
+const CLOCK_BEHIND: &str = "The system clock went back into time already used for IDs";
+/// Why a call waiting for its turn gives up.
+const TURN_LATE: &str = "Every sequence number of the current 4 ms unit is taken, and the system clock does not reach the unit this call's turn comes in";
+
+/// A caller that found its unit used up waits for the unit of its promise, then takes the
+/// promised ID. Only time past that unit's start counts against `sno.max_clock_wait` (a clock
+/// that does not advance): a full unit is not clock trouble. `None`: the promise was voided, or
+/// a new judgment came between the claim and the ID; the caller asks again.
+fn take_turn(
+    b: &mut Backend,
+    s: &'static Shared,
+    p: Promise,
+    timeline: u32,
+    meta: u8,
+) -> Option<Sno> {
+    // When the wait starts to count: the unit's start, as far as the clock can tell now, plus
+    // one unit of grace for the timers (the wall and the monotonic clock).
+    let now_ns = wall_nanos();
+    let ahead_ns = (units_to_unix_nanos(p.unit) - now_ns).clamp(0, i128::from(u32::MAX)) as u64;
+    let from = std::time::Instant::now() + std::time::Duration::from_nanos(ahead_ns + 4_000_000);
+    loop {
+        wait_for_unit(s, p.unit, from, TURN_LATE);
+        let mut judged = (0u16, 0u64);
+        let claim = shmem::locked(s, |g| {
+            let epoch = s.epoch.load(Acquire);
+            judge(s, g, timeline, false)?;
+            if s.epoch.load(Acquire) != epoch {
+                // The judgment started a new epoch: claim with the settled one.
+                return Ok(Claim::Wait { until: p.unit });
+            }
+            let now = clock_units();
+            if now == OUT_OF_RANGE {
+                return Err(SlowError::Clock);
+            }
+            let c = g.timeline.claim(&s.hot.cursor, p, now, g.dirty);
+            if let Claim::Take(_) = c {
+                judged = (s.partition.load(Relaxed) as u16, epoch);
+            }
+            Ok(c)
+        });
+        let claim = claim.unwrap_or_else(|e| raise_slow(s, e));
+        match claim {
+            Claim::Take((unit, tick, seq)) => {
+                // As for the cursor: the bound covering it must survive a failover first.
+                b.epoch = 0;
+                let lsn = s.lineage_lsn.load(Relaxed);
+                if lsn > b.durable_lsn {
+                    b.unsynced = !crate::pg::wal::make_durable(lsn);
+                    if !b.unsynced {
+                        b.durable_lsn = lsn;
+                    }
+                }
+                (b.partition, b.epoch) = judged;
+                if s.epoch.load(Relaxed) != b.epoch {
+                    return None;
+                }
+                b.count();
+                return Some(Sno::new(unit, tick, meta, b.partition, seq));
+            }
+            Claim::Write => write_now(s, timeline).unwrap_or_else(|e| raise_write(e)),
+            Claim::Wait { .. } => {}
+            Claim::Void => return None,
+        }
+    }
+}
+
+/// The wall clock in nanoseconds since the Unix epoch (0 before it).
+fn wall_nanos() -> i128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as i128)
+        .unwrap_or(0)
 }
 
 fn log_flip(tick: u8) {
@@ -294,43 +384,44 @@ pub(super) enum SlowError {
     /// The lineage's judgment refused the partition (a copy beside its original, a Citus node
     /// that is not one yet).
     Refused(crate::generator::lineage::Refusal),
+    /// `sno_generator_initialize` would start afresh with the partition in force when the
+    /// state file was lost (its source key, -1 when not explicit).
+    SameAsLost(i64),
 }
 
-/// Sleeps on the process latch until the wall clock reaches unit `until`. The time spent in
-/// all waits of one call is bounded by `sno.max_clock_wait`; past it the call fails.
-pub(super) fn wait_for_unit(
-    s: &Shared,
-    until: u64,
-    since: &mut Option<std::time::Instant>,
-    why: &str,
-) {
+/// Sleeps on the process latch until the wall clock reaches unit `until`. Waiting counts
+/// against `sno.max_clock_wait` from the instant `from` on; past it the call fails, saying
+/// `why`. Cancel and `statement_timeout` end the wait.
+pub(super) fn wait_for_unit(s: &Shared, until: u64, from: std::time::Instant, why: &str) {
     if until > MAX_UNITS {
         // The last unit of the format is used up: no later unit exists to wait for.
         errors::raise(Problem::ClockOutOfRange);
     }
-    let started = *since.get_or_insert_with(std::time::Instant::now);
     let max_ms = gucs::max_clock_wait().as_millis();
     let target_ns = units_to_unix_nanos(until);
     loop {
         pgrx::check_for_interrupts!();
-        let now_ns = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos() as i128)
-            .unwrap_or(0);
+        let now_ns = wall_nanos();
         if now_ns >= target_ns {
             return;
         }
-        let waited = started.elapsed().as_millis();
-        if waited >= max_ms {
-            s.clock_wait_failures.fetch_add(1, Relaxed);
-            errors::raise(Problem::ClockWaitGaveUp {
-                waited_ms: waited,
-                until_pg_micros: units_to_pg_micros(until),
-                why,
-            });
-        }
+        let now = std::time::Instant::now();
+        let budget_ms = if now >= from {
+            let waited = (now - from).as_millis();
+            if waited >= max_ms {
+                s.clock_wait_failures.fetch_add(1, Relaxed);
+                errors::raise(Problem::ClockWaitGaveUp {
+                    waited_ms: waited,
+                    until_pg_micros: units_to_pg_micros(until),
+                    why,
+                });
+            }
+            max_ms - waited
+        } else {
+            (from - now).as_millis() + max_ms
+        };
         let left_ms = ((target_ns - now_ns) / 1_000_000 + 1) as i64;
-        let timeout = left_ms.min((max_ms - waited) as i64).clamp(1, 100);
+        let timeout = left_ms.min(budget_ms.min(100) as i64).clamp(1, 100);
         // SAFETY: MyLatch is this process's latch; the wait returns on timeout, latch or
         // interrupt, and exits the process if the postmaster dies.
         unsafe {

@@ -61,15 +61,6 @@ pub fn effective_partition(s: &Shared) -> (u16, std::borrow::Cow<'static, str>) 
     }
 }
 
-/// For the monitoring functions: in a database with Citus, this server's node group read (once
-/// per backend) and, when it is news, handed to the `sno lineage` worker, which judges it within
-/// a moment (a monitoring query writes nothing and waits for nobody).
-pub(super) fn refresh_citus(s: &'static Shared) {
-    if crate::pg::citus::publish(s) {
-        durable::ask_for_renewal(s);
-    }
-}
-
 /// The WAL timeline new WAL is written on (outside recovery).
 pub(super) fn wal_timeline() -> u32 {
     // SAFETY: plain read of shared state; only called once recovery has ended.

@@ -8,7 +8,7 @@
 //! `sno_generator_backends_wrapper`) return 0.1.0's columns. Released symbols are never
 //! reused for another shape.
 
-use super::{effective_partition, refresh_citus, shared_or_raise};
+use super::{effective_partition, shared_or_raise};
 use crate::id::time::units_to_pg_micros;
 use crate::pg::shmem::{self};
 use core::sync::atomic::Ordering::Relaxed;
@@ -39,8 +39,9 @@ pub(super) fn generator_info() -> TableIterator<
         name!(state_write_waits, i64),
     ),
 > {
+    // What sno_generate decided: a monitoring call reads no Citus catalog and publishes
+    // nothing (any role may call it, in any database).
     let s = shared_or_raise();
-    refresh_citus(s);
     let (tl, opened) = shmem::read(s, |g| (g.timeline, g.units_opened));
     let (partition, source) = effective_partition(s);
     let slots = shmem::slots(s);
@@ -149,7 +150,8 @@ pub(super) fn sno_generator_lineage() -> TableIterator<
     ),
 > {
     let s = shared_or_raise();
-    let st = shmem::read(s, |g| g.lineage);
+    // Without the generator's lock: the copy is some 16 kB.
+    let st = shmem::lineage_snapshot(s);
     let ts = |u: i64| {
         (u >= 0)
             .then(|| TimestampWithTimeZone::try_from(units_to_pg_micros(u as u64)).ok())
@@ -177,7 +179,5 @@ pub(super) fn sno_generator_lineage() -> TableIterator<
 /// `sno_current_partition() → int`: the partition `sno_generate` writes now.
 #[pg_extern(stable, parallel_safe)]
 pub(super) fn sno_current_partition() -> i32 {
-    let s = shared_or_raise();
-    refresh_citus(s);
-    effective_partition(s).0 as i32
+    effective_partition(shared_or_raise()).0 as i32
 }
