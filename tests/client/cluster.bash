@@ -381,6 +381,32 @@ ledger_unused_partition() {
     echo "$p"
 }
 
+# hint_partition HINT: the partition a HINT proposes, followed literally: the first of its list
+# "(A + B * k, k from X down to Y)" that no ledger ID carries and no server was given (each one
+# checked below 61440, the range sno reserves). Fails when the HINT has no such list.
+hint_partition() {
+    local a b from to k p used=("${CL_CLAIMED[@]}") n
+    read -r a b from to < <(sed -n 's/.*(\([0-9]*\) + \([0-9]*\) \* k, k from \([0-9]*\) down to \([0-9]*\)).*/\1 \2 \3 \4/p' <<<"$1")
+    [[ -n "$to" ]] || { echo "no list of partitions in the HINT: $1" >&2; return 1; }
+    for n in "${CL_NODES[@]}"; do
+        node_running "$n" || continue
+        p="$(node_sql "$n" "SELECT sno_current_partition()" 2>/dev/null || true)"
+        [[ -n "$p" ]] && used+=("$p")
+    done
+    ledger_load
+    for ((k = from; k >= to; k--)); do
+        p=$((a + b * k))
+        ((p < 61440)) || { echo "the HINT proposes $p, in the reserved range" >&2; return 1; }
+        [[ " ${used[*]} " == *" $p "* ]] && continue
+        [[ "$(ledger_sql "SELECT count(*) FROM ledger WHERE sno_partition(id) = $p")" == 0 ]] || continue
+        CL_CLAIMED+=("$p")
+        echo "$p"
+        return 0
+    done
+    echo "every partition the HINT proposes is used" >&2
+    return 1
+}
+
 # --- sno specifics -----------------------------------------------------------------------------
 
 # node_expect_refusal NAME DESCRIPTION ERROR HINT: sno_generate(1) on NAME fails with an error

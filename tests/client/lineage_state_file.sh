@@ -17,7 +17,12 @@
 #      the server's last 12 s of IDs (pgbench); restart with the clock 7 s back. The HINT says
 #      such a copy is not enough (putting it back would repeat those 12 s of IDs): it is left
 #      alone and the HINT followed; pgbench again.
-# Every ID of the three servers goes to the ledger: zero duplicates; none refused wrongly.
+#  r5  sno.partition = 14, the file gone for good, and the HINT's first step skipped:
+#      sno_generator_initialize() refuses while sno.partition is still 14 (the partition in
+#      force when the file was lost), with a HINT; followed literally, it succeeds.
+# Each "give this server a sno.partition" takes the first of the HINT's own list (61439,
+# 57343, ...) that no server has used. Every ID of the servers goes to the ledger: zero
+# duplicates; none refused wrongly.
 #
 # Usage: lineage_state_file.sh SOCKET_DIR PORT BINDIR  (only PORT and BINDIR: own clusters)
 set -euo pipefail
@@ -25,8 +30,9 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/cluster.bash"
 cluster_setup lineage_state_file "$2" "$3"
 
-HINT_MISSING="If the file was moved away, put it back (after pg_upgrade: copy the one in the old data directory) and run SELECT sno_generator_initialize(); as a superuser; a copy from an older backup is not enough. Otherwise first give this server a sno.partition no server has used and reload the configuration, then run SELECT sno_generator_initialize();."
-HINT_CORRUPT="Give this server a sno.partition no server has used and reload the configuration, then run SELECT sno_generator_initialize(force => true); as a superuser. A copy of the file from a backup is not enough: IDs made after it could repeat."
+NEW_ONE="a sno.partition no server has used, below 61440 (sno reserves 61440-65535), for example the first of 61439, 57343, 53247, ... (4095 + 4096 * k, k from 14 down to 0) that no server has used"
+HINT_MISSING="If the file was moved away, put it back (after pg_upgrade: copy the one in the old data directory) and run SELECT sno_generator_initialize(); as a superuser; a copy from an older backup is not enough. Otherwise first give this server $NEW_ONE, and reload the configuration, then run SELECT sno_generator_initialize();."
+HINT_CORRUPT="Give this server $NEW_ONE, and reload the configuration, then run SELECT sno_generator_initialize(force => true); as a superuser. A copy of the file from a backup is not enough: IDs made after it could repeat."
 
 # new_server NAME [PARTITION]: sno preloaded (command line), the extension, the ids table, and
 # the partition set with ALTER SYSTEM (so that the HINT's "give this server a sno.partition ...
@@ -53,11 +59,12 @@ run_hint_sql() {
     node_sql "$1" "$sql"
 }
 
-# new_partition NAME: the HINT's "give this server a sno.partition no server has used and
-# reload the configuration": a partition no ledger ID carries and no server was given.
+# new_partition NAME: the HINT's "give this server a sno.partition no server has used, below
+# 61440, for example the first of 61439, 57343, ... that no server has used, and reload the
+# configuration": the first of the HINT's list that no ledger ID carries and no server was given.
 new_partition() {
     local p
-    p="$(ledger_unused_partition)"
+    p="$(hint_partition "$CL_HINT")" || die "following the HINT: $CL_HINT"
     echo "    $1: following the HINT: ALTER SYSTEM SET sno.partition = $p; SELECT pg_reload_conf();"
     node_alter "$1" sno.partition "$p"
     node_reload "$1" sno.partition "$p"
@@ -174,6 +181,30 @@ new_partition r4
 check "r4: the HINT's SQL returns true" "$(run_hint_sql r4 1)" t
 node_pgbench r4 hint_followed 3
 ledger_check "r4: every ID around a corrupt state file with an old backup copy at hand" "node = 'r4'"
+
+# --- r5: the HINT's first step skipped: sno_generator_initialize refuses --------------------------
+echo "--- r5: sno.partition = 14; the file gone for good, initialize without a new partition"
+new_server r5 14
+node_gen r5 first 3000
+node_stop r5
+as_pg rm "$(node_state_file r5)"
+node_clock r5 -7s
+node_start r5
+node_expect_refusal r5 "r5, no state file" "sno generator has no state file" "$HINT_MISSING"
+out="$(node_try r5 "SELECT sno_generator_initialize()")"
+check "r5: initialize with the partition in force when the file was lost is refused" \
+    "$(msg_field ERROR "$out")" "cannot initialize the sno generator with partition 14: it was in force when the state file was lost"
+CL_HINT="$(msg_field HINT "$out")"
+check "r5: its HINT" "$CL_HINT" "Give this server $NEW_ONE, and reload the configuration, then run this again. Only if no ID made with the old partition can ever be repeated (every one of them is older than the clock now and the clock will never be set back), run SELECT sno_generator_initialize(force => true, take_over => true); instead."
+check "r5: and sno_generate still refuses" "$(node_try r5 "SELECT sno_generate(1)" | grep -c "sno generator has no state file")" 1
+# Followed literally: a new partition, then "this again".
+new_partition r5
+p5="$NEW_PARTITION"
+check "r5: then initialize returns true" "$(node_sql r5 "SELECT sno_generator_initialize()")" t
+node_gen r5 after 3000
+check "r5: new IDs carry the HINT's partition ($p5)" \
+    "$(node_sql r5 "SELECT string_agg(DISTINCT sno_partition(id)::text, ',') FROM ids WHERE origin = 'r5:after'")" "$p5"
+node_stop r5
 
 ledger_check "all servers: every ID ever issued"
 ledger_summary

@@ -3,10 +3,16 @@
 # sno.sequence_min / sno.sequence_max: sno_generate confined to a slice of the sequence pool,
 # so that another generator (a Go or Rust service) on the rest of the pool shares the
 # partition without a collision.
-#  1. An unusable slice (bounds reversed, equal) stops the server at start with SQLSTATE
-#     22023; its HINT, followed word for word, gives a slice the server starts with.
-#  2. A 4-number slice (muyo/sno's smallest pool): every ID in it, the view shows the bounds,
-#     and 2,000 IDs (at most 4 per 4 ms unit) wait for full units, counted as before.
+#  1. An unusable slice (bounds reversed, equal, too small) stops the server at start with
+#     SQLSTATE 22023; its HINT, followed word for word, gives a slice the server starts with:
+#     the bounds swapped when that makes a slice (the same numbers), otherwise no numbers at
+#     all (any other slice could overlap another generator's): with no other generator here,
+#     both lines deleted, the whole pool.
+#  2. A 4-number slice (sno's smallest): every ID in it, the view shows the bounds, and 2,000
+#     IDs (at most 4 per 4 ms unit) wait for full units, counted as before. Then a full unit is
+#     not clock trouble: with sno.max_clock_wait = 0, three sessions of a role with no grants
+#     hammering and a fourth asking for 400 IDs, the fourth gets all 400 (its turn in a later
+#     unit is kept for it), none fails, and no wait counts as a failure.
 #  3. The server on 0-32767 with partition 4242, and the sno crate's own timeline
 #     (tests/drivers/rust/tests/shared_partition.rs) on 32768-65535 with partition 4242 on the
 #     same clock, both inserting into one primary key for several seconds: zero conflicts,
@@ -40,16 +46,23 @@ start_refused() {
 }
 node_log_mark_raw() { stat -c %s "$(node_log s)" 2>/dev/null || echo 0; }
 
-# follow_hint HINT: does what "Set sno.sequence_min = A and sno.sequence_max = B (...) in
+# follow_hint HINT: does what "Set sno.sequence_min = A and sno.sequence_max = B in
 # postgresql.conf, delete any sno.sequence_min or sno.sequence_max line ALTER SYSTEM left in
-# postgresql.auto.conf ..., and start the server" says, leaving A and B in $lo_hint and $hi_hint.
+# postgresql.auto.conf ..., and start the server" says, leaving A and B in $lo_hint and $hi_hint;
+# or, for the HINT without numbers, its branch for a partition no other generator shares (this
+# test's): both lines deleted from both files (0 and 65535 then).
 follow_hint() {
     lo_hint=- hi_hint=-
-    local re='^Set sno\.sequence_min = ([0-9]+) and sno\.sequence_max = ([0-9]+) \(or the bounds your other generators leave free\) in postgresql\.conf, delete any sno\.sequence_min or sno\.sequence_max line ALTER SYSTEM left in postgresql\.auto\.conf \(it overrides postgresql\.conf\), and start the server\.$'
+    local tail=' in postgresql\.conf, delete any sno\.sequence_min or sno\.sequence_max line ALTER SYSTEM left in postgresql\.auto\.conf \(it overrides postgresql\.conf\), and start the server\.$'
+    local re="^Set sno\\.sequence_min = ([0-9]+) and sno\\.sequence_max = ([0-9]+)$tail"
+    local re2="^Set sno\\.sequence_min and sno\\.sequence_max in postgresql\\.conf to a slice of at least 4 numbers \\(sno\\.sequence_max at least sno\\.sequence_min \\+ 3\\) that no other generator of this server's partition uses \\(a muyo/sno generator's own slice needs at least 6\\), or delete both lines there if no other generator shares the partition; delete any sno\\.sequence_min or sno\\.sequence_max line ALTER SYSTEM left in postgresql\\.auto\\.conf \\(it overrides postgresql\\.conf\\), and start the server\\.$"
     if [[ "$1" =~ $re ]]; then
         lo_hint="${BASH_REMATCH[1]}" hi_hint="${BASH_REMATCH[2]}"
         node_conf s "sno.sequence_min = $lo_hint" "sno.sequence_max = $hi_hint"
         as_pg sed -i '/^sno\.sequence_m\(in\|ax\)/d' "$(node_data s)/postgresql.auto.conf"
+    elif [[ "$1" =~ $re2 ]]; then
+        lo_hint=0 hi_hint=65535
+        as_pg sed -i '/^sno\.sequence_m\(in\|ax\)/d' "$(node_data s)/postgresql.conf" "$(node_data s)/postgresql.auto.conf"
     else
         bad "HINT not understood: $1"
     fi
@@ -61,8 +74,8 @@ node_cmdline s shared_preload_libraries=sno
 node_start s
 psql -c "CREATE EXTENSION sno"
 node_stop s
-for case in "40000 30000 30000 40000 conf" "7 7 7 10 conf" "65534 65535 65532 65535 conf" \
-    "9 7 7 10 alter" "100 50 50 100 alter"; do
+for case in "40000 30000 30000 40000 conf" "7 7 0 65535 conf" "65534 65535 0 65535 conf" \
+    "9 7 0 65535 alter" "100 50 50 100 alter"; do
     read -r lo hi want_lo want_hi how <<<"$case"
     if [[ "$how" == conf ]]; then
         node_conf s "sno.sequence_min = $lo" "sno.sequence_max = $hi"
@@ -104,8 +117,49 @@ psql -c "CREATE TABLE small (id sno PRIMARY KEY)" \
 check "2000 IDs of slice 100-103: sequences 100..103, at most 4 per unit" \
     "$(psql -c "SELECT min(sno_sequence(id)), max(sno_sequence(id)), max(n) FROM small,
         LATERAL (SELECT count(*) n FROM small s2 WHERE sno_time(s2.id) = sno_time(small.id)) c")" "100|103|4"
-check "the waits for a full unit are counted (at least 2000/4 - 1)" \
-    "$(psql -c "SELECT full_unit_stalls >= 499, ids_per_unit FROM sno_generator")" "t|4"
+# A wait ends with the promised number of a later unit, and at most 4 more of the unit the clock
+# reads by then: at most 5 IDs a wait.
+check "the waits for a full unit are counted (at least 2000/5 - 1)" \
+    "$(psql -c "SELECT full_unit_stalls >= 399, ids_per_unit FROM sno_generator")" "t|4"
+
+# A full unit is not clock trouble: a DBA's "fail fast on clock trouble" (max_clock_wait = 0),
+# three sessions of a role with no grants taking every number they can, and a fourth session.
+psql -c "CREATE ROLE nobody LOGIN" -c "ALTER SYSTEM SET sno.max_clock_wait = 0" -c "SELECT pg_reload_conf()" >/dev/null
+sleep 1
+touch "$CL_WORK/hammer"
+pids=()
+for i in 1 2 3; do
+    (
+        n=0
+        while [[ -e "$CL_WORK/hammer" ]]; do
+            node_psql s -U nobody -c "SELECT sno_generate() FROM generate_series(1, 200)" >>"$CL_WORK/hammer-ids" ||
+                { echo "hammer $i failed" >>"$CL_WORK/hammer-failed"; break; }
+            n=$((n + 1))
+        done
+        echo "$n" >"$CL_WORK/hammer-$i"
+    ) &
+    pids+=($!)
+done
+sleep 2
+t0=$(date +%s%N)
+out="$(node_try s "SELECT sno_generate(7) FROM generate_series(1, 400)")"
+ms=$((($(date +%s%N) - t0) / 1000000))
+echo "$out" >"$CL_WORK/fourth-ids"
+out="$(grep -c '^[2-9a-x]\{16\}$' "$CL_WORK/fourth-ids")"
+sleep 1
+rm -f "$CL_WORK/hammer"
+wait "${pids[@]}"
+echo "    the fourth session: $out in $ms ms; hammer statements: $(cat "$CL_WORK"/hammer-[123] | tr '\n' ' ')"
+check "max_clock_wait = 0, three sessions hammering: the fourth gets all 400 IDs" "$out" 400
+check "in bounded time (under 20 s; 400 IDs at a quarter of 1,000 a second take about 2 s)" "$((ms < 20000))" 1
+check "no hammering session failed" "$(cat "$CL_WORK/hammer-failed" 2>/dev/null || echo none)" none
+check "every hammering session made IDs" "$(cat "$CL_WORK"/hammer-[123] | awk '$1 > 0' | wc -l)" 3
+check "no wait ran out of sno.max_clock_wait" "$(psql -c "SELECT clock_wait_failures FROM sno_generator")" 0
+psql -c "CREATE TABLE hammered (id sno NOT NULL)" -c "\\copy hammered FROM '$CL_WORK/hammer-ids'" \
+    -c "\\copy hammered FROM '$CL_WORK/fourth-ids'"
+check "zero duplicates over every ID of the four sessions ($(psql -c "SELECT count(*) FROM hammered") IDs)" \
+    "$(psql -c "SELECT count(*) - count(DISTINCT id) FROM hammered")" 0
+psql -c "ALTER SYSTEM RESET sno.max_clock_wait" -c "SELECT pg_reload_conf()" >/dev/null
 node_stop s
 
 # --- 3. a client generator on the other slice of the same partition -----------------------
