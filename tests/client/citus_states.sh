@@ -19,6 +19,12 @@
 #      sno.partition branch followed.
 #   6. The README's time-partitioned distributed table; a sno_time query through the
 #      coordinator carries each bound once.
+#   7. A second database with Citus (not activated) on the worker c2: a role's monitoring
+#      calls there change nothing; sno_generate there is refused (the databases disagree), its
+#      HINT followed (sno.citus_database). Then c2's state file is lost: refused with the
+#      Citus HINT, which proposes a partition from the top of the range (below 61440), followed
+#      literally; sno_generator_initialize refuses before that step. Then the next nodes join
+#      (groups 2 and 3, numbers a DBA might have picked by hand): no partition in common.
 # Every ID made is in the ledger: zero duplicates at the end.
 #
 # Usage: citus_states.sh SOCKET_DIR PORT BINDIR, with SNO_PG_MAJOR=15 (else skipped).
@@ -46,7 +52,7 @@ before="$(ledger_partitions co before-citus)"
 node_sql co "CREATE EXTENSION citus" >/dev/null
 node_expect_refusal co "citus created, no node yet" \
     "this server has Citus but is not a node of a Citus cluster yet" \
-    "If this server is the coordinator, run SELECT citus_set_coordinator_host('<host>', $(node_port co)); here, with <host> the name the workers reach it by. If it is to be a worker, run SELECT citus_add_node('<host>', $(node_port co)); on the coordinator, with <host> the name the coordinator reaches it by. Otherwise give it its own sno.partition, one no other server uses from the top of the range, whose group (the partition modulo 4096) the cluster's group numbers will not reach: 65535, 61439, 57343, ... (4095 + 4096 * k), and reload the configuration."
+    "If this server is the coordinator, run SELECT citus_set_coordinator_host('<host>', $(node_port co)); here, with <host> the name the workers reach it by. If it is to be a worker, run SELECT citus_add_node('<host>', $(node_port co)); on the coordinator, with <host> the name the coordinator reaches it by. Otherwise give it its own sno.partition, one no other server uses from the top of the range, whose group (the partition modulo 4096) the cluster's group numbers will not reach, and below 61440 (sno reserves 61440-65535): 61439, 57343, 53247, ... (4095 + 4096 * k, k from 14 down to 0), and reload the configuration."
 # The coordinator branch, <host> being the name the workers reach it by: the socket directory.
 node_sql co "$(hint_sql "$CL_HINT" 1 | sed "s|<host>|$(citus_nodename)|")" >/dev/null
 CITUS_COORD=co
@@ -101,8 +107,10 @@ node_basebackup w1 c1
 citus_start c1
 node_expect_refusal c1 "a copy of the worker" \
     "this server is a copy of a node of Citus group $g1" \
-    "Give this server its own sno.partition, one no other server uses from the top of the range, whose group (the partition modulo 4096) the cluster's group numbers will not reach: 65535, 61439, 57343, ... (4095 + 4096 * k), and reload the configuration. If it replaces the node it was copied from, and that node and its standbys will never run again, run SELECT sno_generator_initialize(take_over => true); as a superuser."
-p=65535
+    "Give this server its own sno.partition, one no other server uses from the top of the range, whose group (the partition modulo 4096) the cluster's group numbers will not reach, and below 61440 (sno reserves 61440-65535): 61439, 57343, 53247, ... (4095 + 4096 * k, k from 14 down to 0), and reload the configuration. If it replaces the node it was copied from, and that node and its standbys will never run again, run SELECT sno_generator_initialize(take_over => true); as a superuser."
+# The first of the HINT's list that no server used.
+p="$(hint_partition "$CL_HINT")"
+check "the HINT's first partition is 61439" "$p" 61439
 ledger_load
 check "partition $p is in no ID made so far" "$(ledger_sql "SELECT count(*) FROM ledger WHERE sno_partition(id) = $p")" 0
 node_alter c1 sno.partition "$p"
@@ -133,11 +141,10 @@ citus_add_node big >/dev/null
 check "the new node is group 5000" "$(citus_group big)" 5000
 node_ids_table big
 node_expect_refusal big "group 5000" "Citus node group 5000 has no sno partitions" \
-    "Give this node its own sno.partition, one no other server uses whose group (the partition modulo 4096) is not in SELECT groupid FROM pg_dist_node; on the coordinator and is no group of a server that still runs, and reload the configuration."
-# Groups of running servers: 0 (co), 1 (c2, in w1's place), 5000; c1 runs with 65535 (group 4095).
-p="$(node_sql co "SELECT min(g) FROM generate_series(0, 4095) g
-                  WHERE g NOT IN ($(hint_sql "$CL_HINT" 1 | sed 's/;$//')) AND g <> 4095")"
-check "the HINT's query leaves group 2 (never a group of this cluster)" "$p" 2
+    "Give this node its own sno.partition, one no other server uses from the top of the range, whose group (the partition modulo 4096) the cluster's group numbers will not reach, and below 61440 (sno reserves 61440-65535): 61439, 57343, 53247, ... (4095 + 4096 * k, k from 14 down to 0), and reload the configuration."
+# c1 runs with 61439, the first of the list: the next one.
+p="$(hint_partition "$CL_HINT")"
+check "the HINT's next partition is 57343 (c1 has 61439)" "$p" 57343
 node_alter big sno.partition "$p"
 node_reload big sno.partition "$p"
 node_gen big own-partition 2000
@@ -165,6 +172,59 @@ plan="$(node_sql co "SET citus.explain_all_tasks = on; EXPLAIN (COSTS OFF) SELEC
 check "BETWEEN: each shard query holds each bound once" \
     "$(grep -E 'Cond|Filter' <<<"$plan" | grep -cE "id >= .*id >= |id <= .*id <= " || true)" 0
 check "and holds both, in each task" "$(grep -cF "(id <= '" <<<"$plan" || true)" "$(grep -cE '^ *->  Task$' <<<"$plan" || true)"
+
+# --- 7. one database decides the group; a lost state file on a Citus node -----------------------
+
+c2_gen="$(citus_generator c2)"
+node_sql c2 "CREATE DATABASE other" "CREATE ROLE mon LOGIN" >/dev/null
+node_psql_db c2 other -c "CREATE EXTENSION citus" -c "CREATE EXTENSION sno" >/dev/null
+node_psql_db c2 other -U mon -c "SELECT * FROM sno_generator" -c "SELECT sno_current_partition()" >/dev/null ||
+    bad "monitoring as role mon in database other"
+check "monitoring in a second database with Citus changes nothing" "$(citus_generator c2)" "$c2_gen"
+node_gen c2 beside-other 2000
+check "c2 still makes IDs as its group" "$(ledger_partitions c2 beside-other)" "$((g1 + 4096))"
+out="$(node_psql_db c2 other -c "SELECT sno_generate(1)" 2>&1 || true)"
+check "sno_generate in the disagreeing database is refused" "$(msg_field ERROR "$out")" \
+    "the Citus metadata of database \"other\" disagrees with this server's Citus node group"
+CL_HINT="$(msg_field HINT "$out")"
+check "its HINT" "$CL_HINT" \
+    "Set sno.citus_database to the name of the database that holds this node's Citus metadata, in postgresql.conf or with ALTER SYSTEM, and reload the configuration; sessions in other databases then use the group that database says. If that is \"other\", new sessions there make IDs as not a node of a Citus cluster."
+node_alter c2 sno.citus_database postgres
+node_reload c2 sno.citus_database postgres
+check "after the HINT, database other makes IDs as c2's group" \
+    "$(node_psql_db c2 other -c "SELECT sno_partition(sno_generate(1))")" "$((g1 + 4096))"
+node_gen c2 after-setting 2000
+check "and database postgres too" "$(ledger_partitions c2 after-setting)" "$((g1 + 4096))"
+
+node_stop c2
+as_pg rm "$(node_state_file c2)"
+citus_start c2
+node_expect_refusal c2 "c2, no state file" "sno generator has no state file" \
+    "If the file was moved away, put it back (after pg_upgrade: copy the one in the old data directory) and run SELECT sno_generator_initialize(); as a superuser; a copy from an older backup is not enough. Otherwise first give this server its own sno.partition, one no other server uses from the top of the range, whose group (the partition modulo 4096) the cluster's group numbers will not reach, and below 61440 (sno reserves 61440-65535): 61439, 57343, 53247, ... (4095 + 4096 * k, k from 14 down to 0), and reload the configuration, then run SELECT sno_generator_initialize();."
+lost_hint="$CL_HINT"
+out="$(node_try c2 "SELECT sno_generator_initialize()")"
+check "initialize before the HINT's first step is refused" "$(msg_field ERROR "$out")" \
+    "cannot initialize the sno generator with its Citus group's partitions: they were in force when the state file was lost"
+p="$(hint_partition "$lost_hint")"
+node_alter c2 sno.partition "$p"
+node_reload c2 sno.partition "$p"
+check "the HINT's second step: initialize returns true" "$(node_sql c2 "$(hint_sql "$lost_hint" 2)")" t
+node_gen c2 lost-file 2000
+check "c2 makes IDs with the HINT's partition" "$(ledger_partitions c2 lost-file)" "$p"
+# The next nodes join the cluster: groups 2 and 3 (the group sequence set back to numbers the
+# cluster never gave, the ones a DBA picking "an unused partition" by hand might have taken).
+node_sql co "ALTER SEQUENCE pg_dist_groupid_seq RESTART 2" >/dev/null
+for n in w3 w4; do
+    citus_node_init "$n"
+    citus_start "$n"
+    citus_node_setup "$n"
+    citus_add_node "$n" >/dev/null
+    node_ids_table "$n"
+    node_gen "$n" joined 2000
+    check "$n (group $(citus_group "$n")) makes IDs with its group's partition" \
+        "$(ledger_partitions "$n" joined)" "$(citus_group "$n")"
+done
+node_gen c2 after-join 2000
 
 # --- every ID ever made --------------------------------------------------------------------------
 

@@ -103,14 +103,15 @@ grep -q 'WARNING:  sno: cannot use the generator state file' "$(node_log "$srv")
 out="$(psql -c "SELECT sno_generate(1)" 2>&1 || true)"
 check "corrupt state file: sno_generate refuses" \
     "$(grep -c 'cannot use the sno generator state file' <<<"$out")" "1"
-grep -q 'HINT:  Give this server a sno.partition no server has used' <<<"$out" || { echo "FAIL: no hint in: $out"; fail=1; }
+grep -q 'HINT:  Give this server a sno.partition no server has used, below 61440' <<<"$out" || { echo "FAIL: no hint in: $out"; fail=1; }
 check "corrupt state file: the view says why" \
     "$(psql -At -c "SELECT state LIKE 'unusable state file: the file is corrupt%' FROM sno_generator")" "t"
 out="$(psql -c "SELECT sno_generator_initialize()" 2>&1 || true)"
 check "corrupt state file: initialize without force refuses" \
     "$(grep -c 'cannot use the sno generator state file' <<<"$out")" "1"
-# The HINT: a partition no server has used, then force.
-psql -c "ALTER SYSTEM SET sno.partition = 6" -c "SELECT pg_reload_conf()" >/dev/null
+# The HINT: a partition no server has used (below 61440; this test's servers used none of its
+# list), then force.
+psql -c "ALTER SYSTEM SET sno.partition = 61439" -c "SELECT pg_reload_conf()" >/dev/null
 sleep 0.2
 check "corrupt state file: initialize(force => true) replaces it" \
     "$(psql -At -c "SELECT sno_generator_initialize(force => true)" 2>/dev/null)" "t"

@@ -268,7 +268,7 @@ run_case_body() {
         local hint file cmd
         hint="$(sed -n 's/^HINT:  //p' <<<"$out")"
         check "$name: the HINT" "$hint" \
-            "If the file was moved away, put it back (after pg_upgrade: copy the one in the old data directory) and run SELECT sno_generator_initialize(); as a superuser; a copy from an older backup is not enough. Otherwise first give this server a sno.partition no server has used and reload the configuration, then run SELECT sno_generator_initialize();."
+            "If the file was moved away, put it back (after pg_upgrade: copy the one in the old data directory) and run SELECT sno_generator_initialize(); as a superuser; a copy from an older backup is not enough. Otherwise first give this server a sno.partition no server has used, below 61440 (sno reserves 61440-65535), for example the first of 61439, 57343, 53247, ... (4095 + 4096 * k, k from 14 down to 0) that no server has used, and reload the configuration, then run SELECT sno_generator_initialize();."
         # Follow it: the file (named in the ERROR) from the old data directory, then the command.
         file="$(sed -n 's/^ERROR:  .*("\([^"]*\)" in the data directory).*/\1/p' <<<"$out")"
         cmd="$(sed -n 's/^If the file was moved away, put it back (after pg_upgrade: copy the one in the old data directory) and run \(SELECT [^;]*;\) as a superuser;.*/\1/p' <<<"$hint")"
