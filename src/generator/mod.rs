@@ -2,8 +2,9 @@
 //! gives them shared memory, a lock, a clock, files and WAL):
 //! - [`timeline`]: the tick-tock timeline and the shared cursor of sequence numbers, which never give
 //!   out an ID twice, whatever the clock does;
-//! - [`state_file`]: the durable state file (`sno_generator.state`) and the WAL record's
-//!   payload, encoded and decoded;
+//! - [`state_file`]: the durable state file (`sno_generator.state`), encoded and decoded;
+//! - [`wal_record`]: the payload of the `sno` WAL record (a lineage bound), encoded and decoded,
+//!   every field checked before redo merges it;
 //! - [`citus`]: the partitions of a Citus cluster's node groups, two groups never sharing one;
 //! - [`lineage`]: which partitions a data directory and the servers it shares history with
 //!   (standbys, copies, upgrades) have used, and what a server may do about them.
@@ -12,3 +13,4 @@ pub mod citus;
 pub mod lineage;
 pub mod state_file;
 pub mod timeline;
+pub mod wal_record;
