@@ -201,6 +201,73 @@ pub fn decode(s: &[u8]) -> Result<Sno, DecodeError> {
     Ok(Sno(out))
 }
 
+/// How many bytes of a rejected input [`quote_input`] shows before it cuts.
+pub const QUOTED_MAX: usize = 40;
+
+/// `input` for an error message that must be valid in any server encoding: printable ASCII as
+/// is, every other byte as `\xNN` (`é` in UTF-8 is `\xc3\xa9`, in LATIN1 `\xe9`). With `utf8`
+/// (the server encoding is UTF-8, the one encoding Rust text is valid in), valid UTF-8
+/// characters other than control characters are kept too, as PostgreSQL's own input functions
+/// show them.
+///
+/// A server in another encoding (EUC_JP, LATIN1, SQL_ASCII...) gets only ASCII: the input's
+/// bytes are valid in its encoding but not Rust text, and bytes replaced with U+FFFD would be
+/// invalid there (PostgreSQL then reports `invalid byte sequence`, SQLSTATE 22021, instead of
+/// the error, and writes them to the server log). A backslash in the input is shown as is, as
+/// PostgreSQL's own messages do (the DETAIL of a rejected ID names the offending byte).
+pub fn shown(input: &[u8], utf8: bool) -> String {
+    use core::fmt::Write;
+    let mut out = String::with_capacity(input.len());
+    let escape = |out: &mut String, bytes: &[u8]| {
+        for b in bytes {
+            let _ = write!(out, "\\x{b:02x}");
+        }
+    };
+    if !utf8 {
+        for &b in input {
+            if b == b' ' || b.is_ascii_graphic() {
+                out.push(b as char);
+            } else {
+                escape(&mut out, &[b]);
+            }
+        }
+        return out;
+    }
+    for chunk in input.utf8_chunks() {
+        for c in chunk.valid().chars() {
+            if c.is_control() {
+                escape(&mut out, c.encode_utf8(&mut [0; 4]).as_bytes());
+            } else {
+                out.push(c);
+            }
+        }
+        escape(&mut out, chunk.invalid());
+    }
+    out
+}
+
+/// A rejected input between double quotes, for an error message ([`shown`]): whole up to
+/// [`QUOTED_MAX`] bytes, else its first bytes (not cutting a UTF-8 character when `utf8`) and
+/// its length, so that a mistaken multi-megabyte value does not make a multi-megabyte error.
+pub fn quote_input(input: &[u8], utf8: bool) -> String {
+    if input.len() <= QUOTED_MAX {
+        return format!("\"{}\"", shown(input, utf8));
+    }
+    let mut end = QUOTED_MAX;
+    // Back to the start of a UTF-8 sequence (at most 3 continuation bytes).
+    while utf8 && end > QUOTED_MAX - 3 && input[end] & 0xc0 == 0x80 {
+        end -= 1;
+    }
+    if utf8 && input[end] & 0xc0 == 0x80 {
+        end = QUOTED_MAX;
+    }
+    format!(
+        "\"{}...\" ({} bytes)",
+        shown(&input[..end], utf8),
+        input.len()
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -380,6 +447,152 @@ mod tests {
                     prop_assert!(s[2..position].iter().all(u8::is_ascii_hexdigit));
                 }
                 Err(_) => prop_assert!(s.first() != Some(&b'\\')),
+            }
+        }
+    }
+
+    #[test]
+    fn rejected_input_is_shown_safely_in_any_server_encoding() {
+        // 'é' as the client sends it to a UTF-8, a LATIN1 and an EUC_JP database.
+        assert_eq!(shown("é".as_bytes(), true), "é");
+        assert_eq!(shown("é".as_bytes(), false), "\\xc3\\xa9");
+        assert_eq!(shown(&[0xe9], false), "\\xe9");
+        assert_eq!(shown(&[0xe9], true), "\\xe9");
+        assert_eq!(shown(&[0x8f, 0xab, 0xb1], false), "\\x8f\\xab\\xb1");
+        // Control characters never reach the message raw; printable ASCII always does.
+        assert_eq!(shown(b"a\nb\t\x7f", true), "a\\x0ab\\x09\\x7f");
+        assert_eq!(shown("a\u{85}".as_bytes(), true), "a\\xc2\\x85");
+        assert_eq!(shown(b"x y\"\\z", false), "x y\"\\z");
+        assert_eq!(
+            quote_input(b"\\x4e6f2160a0ff9a0a10", false),
+            "\"\\x4e6f2160a0ff9a0a10\""
+        );
+        assert_eq!(quote_input(b"", true), "\"\"");
+    }
+
+    #[test]
+    fn long_input_is_cut_at_a_character() {
+        let long = "a".repeat(100);
+        assert_eq!(
+            quote_input(long.as_bytes(), true),
+            format!("\"{}...\" (100 bytes)", &long[..QUOTED_MAX])
+        );
+        // 'é' over bytes 39-40: left out whole in UTF-8, escaped byte by byte otherwise.
+        let s = format!("{}é{}", "a".repeat(39), "b".repeat(10));
+        assert_eq!(
+            quote_input(s.as_bytes(), true),
+            format!("\"{}...\" (51 bytes)", "a".repeat(39))
+        );
+        assert_eq!(
+            quote_input(s.as_bytes(), false),
+            format!("\"{}\\xc3...\" (51 bytes)", "a".repeat(39))
+        );
+        // Exactly the limit: whole.
+        let s = "é".repeat(QUOTED_MAX / 2);
+        assert_eq!(quote_input(s.as_bytes(), true), format!("\"{s}\""));
+        // Invalid UTF-8 of continuation bytes only: cut at the limit.
+        let s = [0x80u8; 50];
+        assert_eq!(
+            quote_input(&s, true),
+            format!("\"{}...\" (50 bytes)", "\\x80".repeat(QUOTED_MAX))
+        );
+    }
+
+    /// The bytes `shown` stands for, when the input had no backslash.
+    fn unescaped(text: &str) -> Vec<u8> {
+        let mut out = Vec::new();
+        let mut rest = text;
+        while let Some(c) = rest.chars().next() {
+            if let Some(hex) = rest.strip_prefix("\\x") {
+                out.push(u8::from_str_radix(&hex[..2], 16).unwrap());
+                rest = &hex[2..];
+            } else {
+                out.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes());
+                rest = &rest[c.len_utf8()..];
+            }
+        }
+        out
+    }
+
+    /// Arbitrary bytes, biased to UTF-8 text, ASCII and the bytes of other encodings.
+    fn any_input() -> impl Strategy<Value = Vec<u8>> {
+        prop_oneof![
+            proptest::collection::vec(any::<u8>(), 0..60),
+            any::<String>().prop_map(String::into_bytes),
+            "[ -~éあ\n]{0,50}".prop_map(String::into_bytes),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn shown_input_is_printable_and_names_every_byte(input in any_input(), utf8: bool) {
+            let text = shown(&input, utf8);
+            prop_assert!(!text.chars().any(char::is_control));
+            if !utf8 {
+                prop_assert!(text.bytes().all(|b| b == b' ' || b.is_ascii_graphic()));
+            }
+            if !input.contains(&b'\\') {
+                prop_assert_eq!(unescaped(&text), input.clone());
+            }
+            let quoted = quote_input(&input, utf8);
+            prop_assert!(quoted.starts_with('"'));
+            prop_assert!(!quoted.chars().any(char::is_control));
+            if input.len() <= QUOTED_MAX {
+                prop_assert_eq!(quoted, format!("\"{text}\""));
+            } else {
+                let suffix = format!("...\" ({} bytes)", input.len());
+                prop_assert!(quoted.ends_with(&suffix));
+                let shown_part = &quoted[1..quoted.len() - suffix.len()];
+                prop_assert!(text.starts_with(shown_part));
+                if !input.contains(&b'\\') {
+                    let cut = unescaped(shown_part);
+                    prop_assert!(cut.len() <= QUOTED_MAX && cut.len() + 3 >= QUOTED_MAX);
+                    prop_assert_eq!(&input[..cut.len()], &cut[..]);
+                }
+            }
+        }
+
+        #[test]
+        fn near_valid_input_gets_the_right_verdict(
+            prefix in prop_oneof![Just(&b""[..]), Just(&b"\\"[..]), Just(&b"\\x"[..]), Just(&b"\\X"[..])],
+            body in proptest::collection::vec(
+                prop_oneof![
+                    8 => proptest::sample::select(ALPHABET.to_vec()),
+                    3 => proptest::sample::select(b"0123456789abcdefABCDEFXYZyz".to_vec()),
+                    1 => any::<u8>(),
+                ],
+                14..23,
+            ),
+        ) {
+            let s = [prefix, &body].concat();
+            // An oracle written apart from the decoder.
+            let want = if let Some(hex) = s.strip_prefix(b"\\x") {
+                if hex.len() != HEX_DIGITS {
+                    Err(DecodeError::HexLength(hex.len()))
+                } else if let Some(i) = hex.iter().position(|c| !c.is_ascii_hexdigit()) {
+                    Err(DecodeError::HexChar { position: i + 2, byte: hex[i] })
+                } else {
+                    let text = core::str::from_utf8(hex).unwrap();
+                    let n = u128::from_str_radix(text, 16).unwrap();
+                    Ok(Sno(n.to_be_bytes()[16 - LEN..].try_into().unwrap()))
+                }
+            } else if s.first() == Some(&b'\\') {
+                Err(DecodeError::HexPrefix)
+            } else if s.len() != TEXT_LEN {
+                Err(DecodeError::Length(s.len()))
+            } else if let Some(i) = s.iter().position(|c| !ALPHABET.contains(&c.to_ascii_lowercase()) || c.is_ascii_uppercase() && c.to_ascii_lowercase() > b'x') {
+                Err(DecodeError::Char { position: i, byte: s[i] })
+            } else {
+                let n = s.iter().fold(0u128, |n, c| {
+                    (n << 5) | ALPHABET.iter().position(|a| *a == c.to_ascii_lowercase()).unwrap() as u128
+                });
+                Ok(Sno(n.to_be_bytes()[16 - LEN..].try_into().unwrap()))
+            };
+            prop_assert_eq!(parse(&s), want);
+            if let Ok(id) = want {
+                if prefix.is_empty() {
+                    prop_assert_eq!(encode(&id).to_vec(), s.to_ascii_lowercase());
+                }
             }
         }
     }
