@@ -1,5 +1,6 @@
 -- Everything the catalog says of the extension sno in this database, one line per object,
--- sorted, with no OID: two databases with the same lines have the same sno. Used by
+-- sorted, with no OID: two databases with the same lines have the same sno (functions named
+-- with their argument types, which another role's overloads of a name cannot make ambiguous). Used by
 -- extension_update.sh to compare a database updated with ALTER EXTENSION sno UPDATE to a
 -- fresh CREATE EXTENSION sno.
 --
@@ -27,7 +28,7 @@ SELECT pg_describe_object(m.classid, m.objid, 0) || ' | ' || coalesce(CASE m.cla
     WHEN 'pg_proc'::regclass THEN (
         SELECT CASE WHEN p.prokind = 'a'
                     THEN (SELECT format('aggregate sfunc=%s combine=%s sortop=%s stype=%s',
-                                        a.aggtransfn, a.aggcombinefn, a.aggsortop::regoperator, a.aggtranstype::regtype)
+                                        a.aggtransfn::regprocedure, a.aggcombinefn::regprocedure, a.aggsortop::regoperator, a.aggtranstype::regtype)
                           FROM pg_aggregate a WHERE a.aggfnoid = p.oid)
                     ELSE regexp_replace(pg_get_functiondef(p.oid), '\s+', ' ', 'g') END
                || ' owner=' || p.proowner::regrole || ' acl=' || coalesce(p.proacl::text, 'default')
@@ -35,13 +36,14 @@ SELECT pg_describe_object(m.classid, m.objid, 0) || ' | ' || coalesce(CASE m.cla
         FROM pg_proc p WHERE p.oid = m.objid)
     WHEN 'pg_type'::regclass THEN (
         SELECT format('len=%s byval=%s align=%s storage=%s in=%s out=%s recv=%s send=%s category=%s acl=%s comment=%s',
-                      t.typlen, t.typbyval, t.typalign, t.typstorage, t.typinput, t.typoutput, t.typreceive,
-                      t.typsend, t.typcategory, coalesce(t.typacl::text, 'default'),
+                      t.typlen, t.typbyval, t.typalign, t.typstorage, t.typinput::regprocedure, t.typoutput::regprocedure,
+                      t.typreceive::regprocedure, t.typsend::regprocedure, t.typcategory, coalesce(t.typacl::text, 'default'),
                       coalesce(obj_description(t.oid, 'pg_type'), ''))
         FROM pg_type t WHERE t.oid = m.objid)
     WHEN 'pg_operator'::regclass THEN (
         SELECT format('code=%s com=%s neg=%s rest=%s join=%s hash=%s merge=%s comment=%s',
-                      o.oprcode, o.oprcom::regoperator, o.oprnegate::regoperator, o.oprrest, o.oprjoin,
+                      o.oprcode::regprocedure, o.oprcom::regoperator, o.oprnegate::regoperator, o.oprrest::regprocedure,
+                      o.oprjoin::regprocedure,
                       o.oprcanhash, o.oprcanmerge, coalesce(obj_description(o.oid, 'pg_operator'), ''))
         FROM pg_operator o WHERE o.oid = m.objid)
     WHEN 'pg_opclass'::regclass THEN (
@@ -68,4 +70,10 @@ UNION ALL
 SELECT format('extension sno | version=%s relocatable=%s schema=%s config=%s', e.extversion, e.extrelocatable,
               e.extnamespace::regnamespace, e.extconfig)
 FROM pg_extension e WHERE e.extname = 'sno'
+UNION ALL
+-- An update script that pins search_path to pg_catalog creates what it does not qualify there.
+SELECT format('members outside sno''s schema | %s', count(*))
+FROM m JOIN pg_extension e ON e.extname = 'sno', LATERAL pg_identify_object(m.classid, m.objid, 0) i
+WHERE i.schema IS DISTINCT FROM (SELECT n.nspname FROM pg_namespace n WHERE n.oid = e.extnamespace)
+  AND i.schema IS NOT NULL
 ORDER BY 1;

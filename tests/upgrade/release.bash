@@ -1,5 +1,5 @@
 # A released sno version beside the current package, for the ALTER EXTENSION UPDATE tests
-# (extension_update.sh, update_from_0.2.0.sh). Sourced after tests/client/cluster.bash and
+# (extension_update.sh, update_paths.sh). Sourced after tests/client/cluster.bash and
 # harness_setup; sets $pg (a private PostgreSQL), $extdir and CL_BINDIR.
 
 # private_postgres PG_HOME: a copy of a relocatable PostgreSQL without sno, in $CL_WORK/pg,
