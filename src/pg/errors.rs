@@ -8,7 +8,7 @@ use crate::generator::state_file::FILE_NAME;
 use crate::generator::timeline::{SliceError, MIN_PEER_SLICE, MIN_SLICE};
 use crate::id::encoding::DecodeError;
 use crate::id::layout::{PartsError, LEN};
-use crate::pg::report::{quoted, timestamptz_text, Report};
+use crate::pg::report::{quoted, quoted_cut, timestamptz_text, Report};
 use pgrx::PgSqlErrorCode as Code;
 
 /// An explicit partition beside a Citus cluster's derived ones: group numbers grow from 0, so a
@@ -426,22 +426,6 @@ pub fn emit_deferred() {
 
 /// The copy's HINT without the branch for a moved data directory.
 const COPY_HINT: &str = "Give this server its own sno.partition, one no other server uses and below 61440 (sno reserves 61440-65535), in postgresql.conf or with ALTER SYSTEM, and reload the configuration.";
-
-/// A bad text input for a message: whole when short, else its first characters and its
-/// length, so that a mistaken multi-megabyte value does not make a multi-megabyte error
-/// (cut at a character boundary).
-fn quoted_cut(input: &[u8]) -> String {
-    const SHOWN: usize = 40;
-    if input.len() <= SHOWN {
-        return quoted(input);
-    }
-    let text = String::from_utf8_lossy(&input[..input.len().min(SHOWN + 4)]);
-    let mut end = SHOWN.min(text.len());
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("\"{}...\" ({} bytes)", &text[..end], input.len())
-}
 
 /// The explicit partition a HINT proposes after a lost state file.
 fn new_partition(citus: bool) -> String {

@@ -60,11 +60,16 @@ pub unsafe extern "C-unwind" fn sno_out(fcinfo: pg_sys::FunctionCallInfo) -> pg_
 pub unsafe extern "C-unwind" fn sno_recv(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
     let buf = arg(fcinfo, 0).cast_mut_ptr::<pg_sys::StringInfoData>();
     let left = ((*buf).len - (*buf).cursor).max(0) as usize;
-    if left != LEN {
+    let rest: &[u8] = if left == 0 || (*buf).data.is_null() {
+        &[]
+    } else {
+        core::slice::from_raw_parts((*buf).data.add((*buf).cursor as usize).cast(), left)
+    };
+    // The same check as the bytea cast's: exactly 10 bytes, whatever they hold.
+    let Some(id) = Sno::from_slice(rest) else {
         errors::raise(Problem::BinaryLength(left));
-    }
-    let mut id = Sno::ZERO;
-    pg_sys::pq_copymsgbytes(buf, id.0.as_mut_ptr().cast(), LEN as _);
+    };
+    (*buf).cursor += LEN as i32;
     sno_datum(id)
 }
 

@@ -40,13 +40,30 @@ impl Report {
         self
     }
 
+    /// The report with its texts valid in the server encoding: unchanged on a UTF-8 server;
+    /// on any other, every non-ASCII character (a value read from a file, a server's own
+    /// output taken as UTF-8) written as the `\xNN` escapes of its bytes. Sno's own texts are
+    /// ASCII, and the values users give are already shown so ([`quoted`]).
+    fn in_server_encoding(self) -> Self {
+        if server_is_utf8() {
+            return self;
+        }
+        Report {
+            code: self.code,
+            message: ascii_only(self.message),
+            detail: self.detail.map(ascii_only),
+            hint: self.hint.map(ascii_only),
+        }
+    }
+
     /// `ereport` at `level`, with the DETAIL and HINT.
     fn emit(self, level: PgLogLevel) {
-        let mut report = pgrx::pg_sys::panic::ErrorReport::new(self.code, self.message, "sno");
-        if let Some(d) = self.detail {
+        let this = self.in_server_encoding();
+        let mut report = pgrx::pg_sys::panic::ErrorReport::new(this.code, this.message, "sno");
+        if let Some(d) = this.detail {
             report = report.set_detail(d);
         }
-        if let Some(h) = self.hint {
+        if let Some(h) = this.hint {
             report = report.set_hint(h);
         }
         report.report(level);
@@ -86,6 +103,7 @@ impl Report {
         {
             let ctx = (*fcinfo).context;
             if !ctx.is_null() && (*ctx).type_ == pg_sys::NodeTag::T_ErrorSaveContext {
+                let this = self.in_server_encoding();
                 let es = ctx.cast::<pg_sys::ErrorSaveContext>();
                 (*es).error_occurred = true;
                 if (*es).details_wanted {
@@ -93,13 +111,13 @@ impl Report {
                     let ed = pg_sys::palloc0(core::mem::size_of::<pg_sys::ErrorData>())
                         .cast::<pg_sys::ErrorData>();
                     (*ed).elevel = PgLogLevel::ERROR as i32;
-                    (*ed).sqlerrcode = self.code as i32;
-                    (*ed).message = pstrdup(&self.message);
-                    (*ed).detail = self
+                    (*ed).sqlerrcode = this.code as i32;
+                    (*ed).message = pstrdup(&this.message);
+                    (*ed).detail = this
                         .detail
                         .as_deref()
                         .map_or(core::ptr::null_mut(), |d| pstrdup(d));
-                    (*ed).hint = self
+                    (*ed).hint = this
                         .hint
                         .as_deref()
                         .map_or(core::ptr::null_mut(), |h| pstrdup(h));
@@ -123,10 +141,48 @@ unsafe fn pstrdup(s: &str) -> *mut core::ffi::c_char {
     p.cast()
 }
 
-/// Quotes a value for an error message the way PostgreSQL's own input functions do:
-/// the raw text between double quotes, with bytes that are not UTF-8 replaced.
+/// Quotes a value for an error message, as PostgreSQL's own input functions do (between
+/// double quotes), in a form valid in any server encoding: printable ASCII as is, other bytes
+/// as `\xNN`, and on a UTF-8 server its characters ([`crate::id::encoding::shown`]).
 pub fn quoted(bytes: &[u8]) -> String {
-    format!("\"{}\"", String::from_utf8_lossy(bytes))
+    format!(
+        "\"{}\"",
+        crate::id::encoding::shown(bytes, server_is_utf8())
+    )
+}
+
+/// [`quoted`] for a value of any length a user typed: cut after its first 40 bytes, with its
+/// length, so that a mistaken multi-megabyte value does not make a multi-megabyte error
+/// ([`crate::id::encoding::quote_input`]).
+pub fn quoted_cut(bytes: &[u8]) -> String {
+    crate::id::encoding::quote_input(bytes, server_is_utf8())
+}
+
+/// Whether the current database's encoding is UTF-8. Elsewhere (and in processes not
+/// connected to a database, whose encoding is SQL_ASCII) a message must not carry non-ASCII
+/// bytes: they may be invalid in the encoding, which turns the error into another one
+/// (SQLSTATE 22021) and writes them to the server log.
+fn server_is_utf8() -> bool {
+    // SAFETY: reads a process global, set before any query runs.
+    unsafe { pg_sys::GetDatabaseEncoding() == pg_sys::pg_enc::PG_UTF8 as i32 }
+}
+
+/// `text` with every non-ASCII character written as the `\xNN` escapes of its UTF-8 bytes.
+fn ascii_only(text: String) -> String {
+    if text.is_ascii() {
+        return text;
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if c.is_ascii() {
+            out.push(c);
+        } else {
+            for b in c.encode_utf8(&mut [0; 4]).bytes() {
+                out.push_str(&format!("\\x{b:02x}"));
+            }
+        }
+    }
+    out
 }
 
 /// A `timestamptz` as PostgreSQL prints it under the session's settings.

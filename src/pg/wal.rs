@@ -17,7 +17,7 @@
 //! ID 213 is not taken in PostgreSQL's list of custom resource managers (wiki page
 //! "CustomWALResourceManagers"); it must be reserved there before a release.
 
-use crate::generator::state_file::{decode_record, encode_record};
+use crate::generator::wal_record;
 use crate::pg::errors::{self, Problem};
 use crate::pg::shmem;
 use core::ffi::{c_char, CStr};
@@ -54,7 +54,7 @@ pub fn init() {
 /// after the record in WAL, but an ID a client reads without writing anything (`SELECT
 /// sno_generate()`) must not outlive a failover either.
 pub fn log_lineage(st: &crate::generator::lineage::State, timeline: u32) -> u64 {
-    let rec = encode_record(st, timeline);
+    let rec = wal_record::encode(st, timeline);
     // SAFETY: the data outlives XLogInsert, which copies it.
     unsafe {
         pg_sys::XLogBeginInsert();
@@ -202,9 +202,13 @@ unsafe extern "C-unwind" fn on_emit_log(edata: *mut pg_sys::ErrorData) {
     }
 }
 
-/// The main data of the record being replayed.
+/// The main data of the record being replayed; empty when it has none (a NULL `main_data`,
+/// which `from_raw_parts` must never see), so that the decoder rejects it.
 unsafe fn record_data<'a>(record: *mut pg_sys::XLogReaderState) -> &'a [u8] {
     let decoded = (*record).record;
+    if decoded.is_null() || (*decoded).main_data.is_null() || (*decoded).main_data_len == 0 {
+        return &[];
+    }
     core::slice::from_raw_parts(
         (*decoded).main_data as *const u8,
         (*decoded).main_data_len as usize,
@@ -213,7 +217,7 @@ unsafe fn record_data<'a>(record: *mut pg_sys::XLogReaderState) -> &'a [u8] {
 
 #[pg_guard]
 unsafe extern "C-unwind" fn redo(record: *mut pg_sys::XLogReaderState) {
-    let Some(rec) = decode_record(record_data(record)) else {
+    let Ok(rec) = wal_record::decode(record_data(record)) else {
         errors::raise(Problem::BadWalRecord);
     };
     let Some(s) = shmem::shared() else {
@@ -225,12 +229,12 @@ unsafe extern "C-unwind" fn redo(record: *mut pg_sys::XLogReaderState) {
 
 #[pg_guard]
 unsafe extern "C-unwind" fn desc(buf: pg_sys::StringInfo, record: *mut pg_sys::XLogReaderState) {
-    let text = match decode_record(record_data(record)) {
-        Some(r) => format!(
+    let text = match wal_record::decode(record_data(record)) {
+        Ok(r) => format!(
             "incarnation {} timeline {} partitions {:?} horizon {} safe {} drifts {}",
             r.incarnation, r.timeline, r.partitions, r.bound.horizon, r.bound.safe, r.bound.drifts
         ),
-        None => "invalid".to_string(),
+        Err(e) => format!("invalid ({e})"),
     };
     let c = std::ffi::CString::new(text).unwrap_or_default();
     pg_sys::appendStringInfoString(buf, c.as_ptr());
