@@ -320,9 +320,14 @@ fn may_start_afresh(s: &Shared, take_over: bool) -> Result<(), SlowError> {
 /// * an unusable file: replaced only with `force` (true), keeping what is known;
 /// * a usable state: nothing to do (false), except rewriting a file that went missing.
 ///
+/// Started afresh (no valid file to adopt) after `sno_generate` refused for want of the file,
+/// it refuses while the partition is still the one in force at that refusal, or is not
+/// explicit on a server with Citus: IDs made with it before the loss could be repeated.
+///
 /// `take_over` makes this server use the explicit partition of the server it was copied from
-/// (an administrator's word that the original will never make IDs again). Superusers only;
-/// a no-op when sno is not preloaded.
+/// (an administrator's word that the original will never make IDs again), or the partition in
+/// force when the state file was lost (the word that no ID made with it can be repeated).
+/// Superusers only; a no-op when sno is not preloaded.
 #[pg_extern(volatile, parallel_unsafe, name = "sno_generator_initialize")]
 pub(super) fn generator_initialize(
     force: pgrx::default!(bool, false),
