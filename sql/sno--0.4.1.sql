@@ -717,7 +717,7 @@ AS 'MODULE_PATHNAME', 'generator_info_wrapper';
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- src/pg/generator/durable.rs:329
+-- src/pg/generator/durable.rs:331
 -- sno::pg::generator::durable::sno_generator_initialize
 CREATE  FUNCTION "sno_generator_initialize"(
 	"force" bool DEFAULT false, /* bool */
