@@ -81,12 +81,16 @@ pub enum Source {
 
 /// Whether this database's reading `here` may decide the node's group, given what was published
 /// (`published`) and the group the lineage keeps (`kept`), when no `sno.citus_database` names
-/// the deciding database: a group is never replaced by another one, nor by "not activated"; a
-/// server not yet activated may become a group's node.
+/// the deciding database: a group published is never replaced by another one, nor by "not
+/// activated"; a group kept is not replaced by another group (a node re-added under a new
+/// group needs `sno.citus_database`), but "not activated" may be read beside it (a node removed
+/// from its cluster keeps its group's partitions: the lineage's judgment does that); a server
+/// not yet activated may become a group's node.
 pub fn agrees(here: Node, published: Option<Node>, kept: Option<u32>) -> Result<(), Node> {
-    let server = match (published, kept) {
-        (Some(Node::Group(g)), _) | (_, Some(g)) => Node::Group(g),
-        (Some(Node::NotActivated), None) | (None, None) => return Ok(()),
+    let server = match (published, kept, here) {
+        (Some(Node::Group(g)), _, _) => Node::Group(g),
+        (_, Some(g), Node::Group(_)) => Node::Group(g),
+        _ => return Ok(()),
     };
     if here == server {
         Ok(())
@@ -136,9 +140,10 @@ mod tests {
         // A group is never replaced, by another group or by "not activated".
         assert_eq!(agrees(g(4), Some(g(3)), None), Err(g(3)));
         assert_eq!(agrees(na, Some(g(3)), None), Err(g(3)));
-        // Nor is the group the lineage keeps (after a restart, nothing published yet).
+        // Nor is the group the lineage keeps, by another group (after a restart, nothing
+        // published yet); a node removed from its cluster reads "not activated" and keeps it.
         assert_eq!(agrees(g(4), None, Some(3)), Err(g(3)));
-        assert_eq!(agrees(na, None, Some(3)), Err(g(3)));
+        assert!(agrees(na, None, Some(3)).is_ok());
         assert!(agrees(g(3), None, Some(3)).is_ok());
         assert!(agrees(g(3), Some(na), Some(3)).is_ok());
     }

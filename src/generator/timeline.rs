@@ -134,7 +134,24 @@ pub struct Timeline {
     /// flip, an absorb, a restore over a running server): a promise of another round is not
     /// kept ([`Timeline::claim`]).
     pub round: u64,
+    /// Promises of this round given back unclaimed (a cancelled or failed call), as
+    /// `unit << 16 | seq`, 0 for none: promised again before the frontier moves on, so that
+    /// calls given up do not push everyone's turn ahead ([`Timeline::give_back`]).
+    pub returned: [u64; RETURNED],
 }
+
+/// How many promises given back a timeline keeps for the next callers (more are lost like
+/// numbers the cursor skips: none is more than [`MAX_LEAD`] units ahead, so they hold nothing
+/// back for longer).
+pub const RETURNED: usize = 64;
+
+/// How far ahead of the clock a promise may be, in units (16 ms): a caller that would be
+/// promised a later unit gets none, waits for the next unit and asks again (as every caller
+/// did before promises). A queue served in order whose callers give up (statement_timeout)
+/// before their turn comes serves no one once it is longer than their patience; bounded this
+/// short, every promised caller is served within 16 ms, and what promises given up and not
+/// kept ([`RETURNED`]) can hold back is bounded too.
+pub const MAX_LEAD: u64 = 4;
 
 /// A sequence number of a later unit, promised to a caller that found its unit used up: it
 /// is that caller's turn, kept for it whoever else asks meanwhile ([`Timeline::promise`],
@@ -217,6 +234,7 @@ impl Timeline {
             promised_unit: 0,
             promised: 0,
             round: 0,
+            returned: [0; RETURNED],
         }
     }
 
@@ -235,6 +253,7 @@ impl Timeline {
             promised_unit: 0,
             promised: 0,
             round: 0,
+            returned: [0; RETURNED],
         }
     }
 
@@ -377,30 +396,77 @@ impl Timeline {
         self.round += 1;
         self.promised_unit = 0;
         self.promised = 0;
+        self.returned = [0; RETURNED];
     }
 
-    /// For a caller that found unit `hi` used up ([`Grant::FullUnit`]): the next number no one
-    /// was promised in the units after `hi`, in the order callers ask, so that a caller waits
-    /// for its turn instead of racing everyone at every new unit. `None` past the last unit of
-    /// the format. Under the lock.
-    pub fn promise(&mut self) -> Option<Promise> {
-        let (mut unit, mut n) = (self.promised_unit, self.promised);
-        if unit <= self.hi {
-            (unit, n) = (self.hi + 1, 0);
-        }
-        if n >= self.slice.capacity() {
-            (unit, n) = (unit + 1, 0);
-        }
-        if unit > crate::id::layout::MAX_UNITS {
-            return None;
-        }
-        (self.promised_unit, self.promised) = (unit, n + 1);
+    /// For a caller that found unit `hi` used up ([`Grant::FullUnit`]) at clock `now`: the
+    /// next number no one was promised in the units after `hi`, in the order callers ask, so
+    /// that a caller waits for its turn instead of racing everyone at every new unit. A number
+    /// given back by a caller that gave up is promised again first. `None` when the next
+    /// number is more than [`MAX_LEAD`] units ahead of the clock (the caller waits for the next
+    /// unit and asks again) or past the last unit of the format. Under the lock.
+    pub fn promise(&mut self, now: u64) -> Option<Promise> {
+        let (unit, n) = match self.take_returned() {
+            Some(x) => x,
+            None => {
+                let (mut unit, mut n) = (self.promised_unit, self.promised);
+                if unit <= self.hi {
+                    (unit, n) = (self.hi + 1, 0);
+                }
+                if n >= self.slice.capacity() {
+                    (unit, n) = (unit + 1, 0);
+                }
+                if unit > crate::id::layout::MAX_UNITS || unit > now.max(self.hi) + MAX_LEAD {
+                    return None;
+                }
+                (self.promised_unit, self.promised) = (unit, n + 1);
+                (unit, n)
+            }
+        };
         Some(Promise {
             unit,
             tick: self.tick(),
             seq: (self.slice.min as u32 + n) as u16,
             round: self.round,
         })
+    }
+
+    /// The earliest number given back that is still ahead of `hi` (its unit not opened yet),
+    /// as (unit, index in the slice); those of units already reached are dropped.
+    fn take_returned(&mut self) -> Option<(u64, u32)> {
+        let mut best: Option<usize> = None;
+        for i in 0..RETURNED {
+            let r = self.returned[i];
+            if r == 0 {
+                continue;
+            }
+            if r >> 16 <= self.hi {
+                self.returned[i] = 0;
+            } else if best.is_none_or(|b| r < self.returned[b]) {
+                best = Some(i);
+            }
+        }
+        let r = core::mem::take(&mut self.returned[best?]);
+        Some((r >> 16, (r & 0xffff) as u32 - self.slice.min as u32))
+    }
+
+    /// A caller gives its promise `p` back unclaimed (its call was cancelled or failed): the
+    /// last number promised is simply not promised any more, another is kept for the next
+    /// caller (up to [`RETURNED`] of them; past that it is lost, as a number the cursor skips).
+    /// Under the lock.
+    pub fn give_back(&mut self, p: Promise) {
+        if p.round != self.round || p.tick != self.tick() || p.unit <= self.hi {
+            return;
+        }
+        let n = p.seq as u32 - self.slice.min as u32;
+        if p.unit == self.promised_unit && n + 1 == self.promised {
+            self.promised = n;
+            return;
+        }
+        let packed = (p.unit << 16) | p.seq as u64;
+        if let Some(slot) = self.returned.iter_mut().find(|r| **r == 0) {
+            *slot = packed;
+        }
     }
 
     /// A caller comes for its promise `p` at clock `now`: the promised ID once the clock has
@@ -1145,6 +1211,8 @@ mod tests {
             1 => (Just(5u8), Just(0usize), 1u64..30),
             1 => (Just(6u8), Just(0usize), 0u64..40),
             1 => (Just(7u8), Just(0usize), Just(0u64)),
+            1 => (Just(8u8), Just(0usize), Just(0u64)),
+            2 => (Just(9u8), 0usize..6, Just(0u64)),
         ]
     }
 
@@ -1185,6 +1253,27 @@ mod tests {
                         at = [Turn::Idle; 6];
                         last_promise = None;
                     }
+                    8 => {
+                        // sno_generator_initialize adopting a state file put back: the
+                        // timeline replaced as durable.rs does it.
+                        if let Some(file) = sv.disk {
+                            sv.tl.close(&sv.cursor);
+                            let mut tl = Timeline::restore(file, sv.tl.slice);
+                            tl.round = sv.tl.round;
+                            tl.absorb(sv.tl.durable(), &sv.cursor);
+                            sv.tl = tl;
+                            voids += 1;
+                        }
+                    }
+                    9 => {
+                        // A caller gives up while waiting for its turn (a cancel, a timeout):
+                        // its promise is given back, and may be promised to another.
+                        if let Turn::Waiting(p, _) = at[b] {
+                            sv.tl.give_back(p);
+                            at[b] = Turn::Idle;
+                            last_promise = None;
+                        }
+                    }
                     0 => {
                         if at[b] == Turn::Idle && sv.cursor.serves(clock) {
                             at[b] = Turn::Read(clock);
@@ -1208,16 +1297,20 @@ mod tests {
                             }
                             match g {
                                 Grant::FullUnit { .. } => {
-                                    let p = sv.tl.promise().expect("a unit after hi");
-                                    prop_assert!(p.unit > sv.tl.hi);
-                                    prop_assert!(slice.contains(p.seq));
-                                    if let Some(q) = last_promise {
-                                        if q.round == p.round {
-                                            prop_assert!((p.unit, p.seq) > (q.unit, q.seq), "{:?} after {:?}", p, q);
+                                    if let Some(p) = sv.tl.promise(clock) {
+                                        prop_assert!(p.unit > sv.tl.hi);
+                                        prop_assert!(p.unit <= clock.max(sv.tl.hi) + MAX_LEAD);
+                                        prop_assert!(slice.contains(p.seq));
+                                        // In order, but for numbers given back (promised
+                                        // again first); none since the last one here.
+                                        if let Some(q) = last_promise {
+                                            if q.round == p.round && !sv.tl.returned.iter().any(|r| *r != 0) {
+                                                prop_assert!((p.unit, p.seq) > (q.unit, q.seq), "{:?} after {:?}", p, q);
+                                            }
                                         }
+                                        last_promise = Some(p);
+                                        at[b] = Turn::Waiting(p, voids);
                                     }
-                                    last_promise = Some(p);
-                                    at[b] = Turn::Waiting(p, voids);
                                 }
                                 Grant::ClockBehind { until } => clock = until,
                                 _ => {}
@@ -1275,7 +1368,7 @@ mod tests {
         }
         assert_eq!(clock, 1000);
         assert!(matches!(sv.slow(1000), Grant::FullUnit { until: 1001 }));
-        let p: Vec<Promise> = (0..6).map(|_| sv.tl.promise().unwrap()).collect();
+        let p: Vec<Promise> = (0..6).map(|_| sv.tl.promise(1000).unwrap()).collect();
         let got: Vec<(u64, u16)> = p.iter().map(|p| (p.unit, p.seq)).collect();
         assert_eq!(
             got,
@@ -1313,10 +1406,113 @@ mod tests {
             Claim::Take((1001, 0, 10))
         );
         // A flip voids what is still promised.
-        let q = sv.tl.promise().unwrap();
+        let q = sv.tl.promise(1003).unwrap();
         sv.slow(900);
         assert_eq!(sv.tl.drifts, 1, "flipped");
         assert_eq!(sv.tl.claim(&sv.cursor, q, 2000, false), Claim::Void);
+    }
+
+    /// Callers that give up (a statement_timeout, a cancel) give their promise back: the last
+    /// one is simply not promised any more, another is promised again to the next caller. So
+    /// calls given up do not push the turns of everyone else ahead of the clock, and the
+    /// cursor goes on serving what is not promised.
+    #[test]
+    fn promises_given_back_do_not_hold_anyone_back() {
+        let slice = Slice::new(10, 13).unwrap();
+        let mut sv = Server::sliced(slice);
+        let mut clock = 1000;
+        for _ in 0..4 {
+            sv.take(&mut clock);
+        }
+        assert!(matches!(sv.slow(1000), Grant::FullUnit { .. }));
+        // One session asking and giving up 1000 times (SET statement_timeout = 1 in a loop).
+        for _ in 0..1000 {
+            let p = sv.tl.promise(1000).unwrap();
+            assert_eq!(
+                (p.unit, p.seq),
+                (1001, 10),
+                "the same number, given back each time"
+            );
+            sv.tl.give_back(p);
+        }
+        // Interleaved sessions giving up out of order: their numbers are promised again.
+        let a = sv.tl.promise(1000).unwrap();
+        let b = sv.tl.promise(1000).unwrap();
+        let c = sv.tl.promise(1000).unwrap();
+        sv.tl.give_back(a);
+        sv.tl.give_back(b);
+        assert_eq!(
+            sv.tl.promise(1000).map(|p| (p.unit, p.seq)),
+            Some((1001, 10))
+        );
+        assert_eq!(
+            sv.tl.promise(1000).map(|p| (p.unit, p.seq)),
+            Some((1001, 11))
+        );
+        assert_eq!((c.unit, c.seq), (1001, 12));
+        // The cursor serves unit 1001's last number and unit 1002 whole.
+        let mut t = 1001;
+        assert_eq!(sv.take(&mut t).0, (1001, 0, 13));
+        let mut t = 1002;
+        assert_eq!(sv.take(&mut t).0, (1002, 0, 10));
+    }
+
+    /// Congestion under statement_timeout: 200 sessions on a 4-number slice, every call that
+    /// waits given up after 25 units (100 ms) and asked again at once. With promises given
+    /// back and none more than MAX_LEAD units ahead, the server keeps serving: the last 1000
+    /// units hand out most of their 4000 numbers, and no promise is further ahead of the
+    /// clock than MAX_LEAD.
+    #[test]
+    fn timeouts_do_not_make_the_promise_queue_collapse() {
+        #[derive(Clone, Copy)]
+        enum S {
+            Idle,
+            Waiting(Promise, u64),
+        }
+        let slice = Slice::new(10, 13).unwrap();
+        let mut sv = Server::sliced(slice);
+        let timeout = 25u64;
+        let mut sessions = vec![S::Idle; 200];
+        let mut late = 0u32;
+        let start = 10_000u64;
+        for u in start..start + 3000 {
+            for s in sessions.iter_mut() {
+                if let S::Waiting(p, deadline) = *s {
+                    if u >= deadline {
+                        sv.tl.give_back(p);
+                        *s = S::Idle;
+                    } else if p.unit <= u {
+                        let got = loop {
+                            match sv.tl.claim(&sv.cursor, p, u, false) {
+                                Claim::Write => sv.write(),
+                                c => break c,
+                            }
+                        };
+                        assert!(matches!(got, Claim::Take(_)));
+                        late += u32::from(u >= start + 2000);
+                        *s = S::Idle;
+                    }
+                }
+            }
+            for s in sessions.iter_mut() {
+                if let S::Idle = *s {
+                    if sv.cursor.take(u).is_some() {
+                        late += u32::from(u >= start + 2000);
+                        continue;
+                    }
+                    if let Grant::FullUnit { .. } = sv.slow(u) {
+                        if let Some(p) = sv.tl.promise(u) {
+                            assert!(p.unit <= u + MAX_LEAD);
+                            *s = S::Waiting(p, u + timeout);
+                        }
+                    } else if sv.cursor.take(u).is_some() {
+                        late += u32::from(u >= start + 2000);
+                    }
+                }
+            }
+        }
+        let pooled = sv.tl.returned.iter().filter(|r| **r != 0).count();
+        assert!(late > 3000, "{late} IDs in the last 1000 units (capacity 4000); frontier {} ahead, {pooled} given back pooled, hi {}", sv.tl.promised_unit as i64 - (start + 3000) as i64, sv.tl.hi as i64 - (start + 3000) as i64);
     }
 
     /// Real threads on one cursor and one locked timeline, a clock thread moving time forward

@@ -66,8 +66,13 @@ pub enum Problem<'a> {
     WriteFailed(&'a std::io::Error),
     /// A copy configured with its original's explicit partition; `maybe_moved` when the copy
     /// was noticed at this start without a `backup_label` and its original used the partition
-    /// itself (so a data directory moved while stopped may go on with it).
-    Inherited { partition: u16, maybe_moved: bool },
+    /// itself (so a data directory moved while stopped may go on with it); `citus` on a server
+    /// with Citus.
+    Inherited {
+        partition: u16,
+        maybe_moved: bool,
+        citus: bool,
+    },
     /// A copy of a Citus node, started beside it, generating for its original's group.
     CitusCopy(u32),
     /// A Citus node group past the groups that have partitions.
@@ -223,16 +228,18 @@ impl Problem<'_> {
             Problem::Inherited {
                 partition: p,
                 maybe_moved,
+                citus,
             } => {
+                let first = format!("Give this server {}, in postgresql.conf or with ALTER SYSTEM, and reload the configuration.", new_partition(*citus));
                 let r = Report::new(
                     Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
                     format!("this server is a copy of one that made IDs with partition {p}"),
                 )
                 .detail(format!("sno.partition is {p} here too; two servers making IDs with one partition could repeat IDs."));
                 if *maybe_moved {
-                    r.hint(format!("{COPY_HINT} If instead this data directory was moved or copied while its server was stopped, and the old directory will never be started again, run SELECT sno_generator_initialize(take_over => true); as a superuser."))
+                    r.hint(format!("{first} If instead this data directory was moved or copied while its server was stopped, and the old directory will never be started again, run SELECT sno_generator_initialize(take_over => true); as a superuser."))
                 } else {
-                    r.hint(COPY_HINT)
+                    r.hint(first)
                 }
             }
             Problem::CitusCopy(g) => Report::new(
@@ -262,7 +269,7 @@ impl Problem<'_> {
                 format!("the Citus metadata of database {} disagrees with this server's Citus node group", quoted(database.as_bytes())),
             )
             .detail(format!("Here this server is {here}; it makes IDs as {server}, which another database's Citus metadata or this server's lineage says. Only one database decides a node's group."))
-            .hint(format!("Set sno.citus_database to the name of the database that holds this node's Citus metadata, in postgresql.conf or with ALTER SYSTEM, and reload the configuration; sessions in other databases then use the group that database says. If that is {}, new sessions there make IDs as {here}.", quoted(database.as_bytes()))),
+            .hint("Set sno.citus_database to the name of the database that holds this node's Citus metadata, in postgresql.conf or with ALTER SYSTEM, and reload the configuration: only that database's metadata then decides the node's group, and sessions in every other database make IDs as it says."),
             Problem::BadSlice { min, max, why } => {
                 let detail = match why {
                     SliceError::Reversed => {
@@ -423,9 +430,6 @@ pub fn emit_deferred() {
         }
     }
 }
-
-/// The copy's HINT without the branch for a moved data directory.
-const COPY_HINT: &str = "Give this server its own sno.partition, one no other server uses and below 61440 (sno reserves 61440-65535), in postgresql.conf or with ALTER SYSTEM, and reload the configuration.";
 
 /// The explicit partition a HINT proposes after a lost state file.
 fn new_partition(citus: bool) -> String {

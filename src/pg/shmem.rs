@@ -60,6 +60,10 @@ pub struct Shared {
     pub lineage_view: UnsafeCell<State>,
     /// See `lineage_view`.
     pub lineage_seq: AtomicU64,
+    /// The timeline's promise round ([`Timeline::round`]), copied at the end of every locked
+    /// section: a caller waiting for its promised turn sees at once, without the lock, that a
+    /// flip or an absorb voided it.
+    pub round: AtomicU64,
     /// The cluster's system identifier, read at start-up.
     pub system_identifier: u64,
     /// The partition derived from the system identifier and the incarnation (used when
@@ -103,13 +107,14 @@ pub struct Shared {
     pub reason: [u8; 200],
     /// Length of `reason`.
     pub reason_len: u32,
-    /// Where the partition came from ([`crate::pg::generator::durable::source_key`]) when
-    /// `sno_generate` first refused for want of a usable state file since start-up;
-    /// [`NOT_LOST`] before. `sno_generator_initialize` refuses to start afresh with it.
+    /// The partition configured when this start found the state file missing or unusable
+    /// (its [`crate::pg::generator::durable::source_key`]: the explicit partition or -1);
+    /// [`NOT_LOST`] when it was usable. `sno_generator_initialize` refuses to start afresh
+    /// with it.
     pub lost_source: AtomicI64,
 }
 
-/// [`Shared::lost_source`] before any refusal for a missing or unusable state file.
+/// [`Shared::lost_source`] of a start that found a usable state file.
 pub const NOT_LOST: i64 = i64::MIN;
 
 /// The part of the shard table read and written only under its lock.
@@ -212,6 +217,8 @@ pub fn locked<R>(s: &'static Shared, f: impl FnOnce(&mut Guarded) -> R) -> R {
     let r = unsafe {
         pg_sys::LWLockAcquire(s.lock, pg_sys::LWLockMode::LW_EXCLUSIVE);
         let r = f(&mut *s.guarded.get());
+        s.round
+            .store((*s.guarded.get()).timeline.round, Ordering::Relaxed);
         pg_sys::LWLockRelease(s.lock);
         r
     };
@@ -514,8 +521,10 @@ fn restore_state(s: &mut Shared) {
             let g = unsafe { &mut *s.guarded.get() };
             set_lineage(s, g, State::fresh(sysid, draw(), 0, inode));
             s.state.store(STATE_MISSING, Ordering::Relaxed);
+            s.lost_source
+                .store(configured_source_key(), Ordering::Relaxed);
             pgrx::log!(
-                "sno: no generator state file ({}); CREATE EXTENSION sno or sno_generator_initialize() creates it",
+                "sno: no generator state file ({}); CREATE EXTENSION sno creates it in a new cluster, otherwise see the HINT of sno_generate",
                 state_file::FILE_NAME
             );
         }
@@ -524,11 +533,19 @@ fn restore_state(s: &mut Shared) {
             let g = unsafe { &mut *s.guarded.get() };
             set_lineage(s, g, State::fresh(sysid, draw(), 0, inode));
             set_reason(s, &e.to_string());
+            s.lost_source
+                .store(configured_source_key(), Ordering::Relaxed);
             errors::warn(Problem::StateFileUnusableAtStart {
                 reason: &e.to_string(),
             });
         }
     }
+}
+
+/// Where the partition comes from as configured at start-up, as
+/// [`crate::pg::generator::durable::source_key`] has it: the explicit partition, or -1.
+fn configured_source_key() -> i64 {
+    i64::from(crate::pg::gucs::partition_setting().max(-1))
 }
 
 /// `AddinShmemInitLock`, found by its name among PostgreSQL's individual LWLocks (a macro for
@@ -575,6 +592,7 @@ unsafe extern "C-unwind" fn on_startup() {
             renew_wanted: AtomicBool::new(false),
             lineage_view: UnsafeCell::new(State::fresh(sysid, 0, 0, 0)),
             lineage_seq: AtomicU64::new(0),
+            round: AtomicU64::new(0),
             guarded: UnsafeCell::new(Guarded {
                 timeline: Timeline::new(slice),
                 units_opened: 0,

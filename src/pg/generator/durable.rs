@@ -251,6 +251,7 @@ pub(super) fn raise_refusal(r: Refusal) -> ! {
         Refusal::Inherited(p) => Problem::Inherited {
             partition: p,
             maybe_moved: shmem::shared().is_some_and(|s| s.moved_own.contains(p)),
+            citus: crate::pg::citus::loaded(),
         },
         Refusal::CitusCopy(g) => Problem::CitusCopy(g),
         Refusal::CitusGroupTooLarge(g) => Problem::CitusGroupTooLarge(g),
@@ -259,13 +260,8 @@ pub(super) fn raise_refusal(r: Refusal) -> ! {
     })
 }
 
-/// No usable state file: the error, whose HINT proposes a new explicit partition. The first
-/// such refusal since start-up records where the partition came from, which
-/// `sno_generator_initialize` then refuses to start afresh with.
+/// No usable state file: the error, whose HINT proposes a new explicit partition.
 pub(super) fn raise_state(s: &Shared, st: u32) -> ! {
-    let _ =
-        s.lost_source
-            .compare_exchange(shmem::NOT_LOST, source_key(source(s)), Relaxed, Relaxed);
     let citus = crate::pg::citus::loaded();
     if st == shmem::STATE_MISSING {
         errors::raise(Problem::NoStateFile { citus })
@@ -292,12 +288,19 @@ pub(super) fn raise_slow(s: &Shared, e: SlowError) -> ! {
 }
 
 /// Whether `sno_generator_initialize` may start the durable state afresh (no valid file to
-/// adopt) with the partition's source now: not with the explicit partition in force when
-/// `sno_generate` refused for want of the file, nor without an explicit partition on a server
-/// with Citus (the lost file recorded its group's generations), unless `take_over` says so.
+/// adopt) with the partition's source now: not with the explicit partition configured when
+/// this start found the file missing or unusable, nor without an explicit partition on a
+/// server with Citus (the lost file recorded its group's generations), unless `take_over`
+/// says so. `CREATE EXTENSION` in a cluster without a state file is a new cluster's first
+/// (its install script initializes): nothing was lost there.
 fn may_start_afresh(s: &Shared, take_over: bool) -> Result<(), SlowError> {
     let lost = s.lost_source.load(Relaxed);
-    if lost == shmem::NOT_LOST || take_over {
+    // SAFETY: plain read of a backend global.
+    let creating = unsafe { pg_sys::creating_extension };
+    if lost == shmem::NOT_LOST
+        || take_over
+        || (creating && s.state.load(Relaxed) == shmem::STATE_MISSING)
+    {
         return Ok(());
     }
     match source(s) {

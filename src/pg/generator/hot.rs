@@ -221,8 +221,9 @@ pub(super) fn generate_slow(b: &mut Backend, meta: u8) -> Sno {
                 renew = g.timeline.due(HORIZON_AHEAD, HORIZON_MARGIN).is_some();
             }
             if let Grant::FullUnit { .. } = grant {
-                // This caller's turn in a later unit, kept for it whoever asks meanwhile.
-                promised = Some(g.timeline.promise().ok_or(SlowError::Clock)?);
+                // This caller's turn in a later unit, kept for it whoever asks meanwhile (none
+                // when the queue is full: it waits for the next unit and asks again).
+                promised = g.timeline.promise(now);
             }
             Ok(grant)
         });
@@ -266,18 +267,25 @@ pub(super) fn generate_slow(b: &mut Backend, meta: u8) -> Sno {
                 // clock went back, or the lineage changed: this call writes and waits.
                 write_now(s, timeline).unwrap_or_else(|e| raise_write(e));
             }
-            Grant::FullUnit { .. } => {
+            Grant::FullUnit { until } => {
                 s.full_unit_stalls.fetch_add(1, Relaxed);
                 // SAFETY: our own slot (or none).
                 if let Some(slot) = unsafe { b.slot.as_ref() } {
                     slot.full_unit_stalls.fetch_add(1, Relaxed);
                 }
-                if let Some(p) = promised {
-                    if let Some(id) = take_turn(b, s, p, timeline, meta) {
-                        return id;
+                match promised {
+                    Some(p) => {
+                        if let Some(id) = take_turn(b, s, p, timeline, meta) {
+                            return id;
+                        }
+                        // The promise was voided (a flip, a new judgment): ask again.
+                    }
+                    // No turn to be had now: the next unit, then ask again. Not clock trouble
+                    // either, unless the clock does not get there.
+                    None => {
+                        wait_for_unit(s, until, counts_from(until), TURN_LATE, &|| false);
                     }
                 }
-                // The promise was voided (a flip, a new judgment): ask again.
             }
             Grant::ClockBehind { until } => {
                 s.clock_waits.fetch_add(1, Relaxed);
@@ -287,7 +295,7 @@ pub(super) fn generate_slow(b: &mut Backend, meta: u8) -> Sno {
                 }
                 // All the time this call waits for the clock to come back counts.
                 let from = *waited_since.get_or_insert_with(std::time::Instant::now);
-                wait_for_unit(s, until, from, CLOCK_BEHIND);
+                wait_for_unit(s, until, from, CLOCK_BEHIND, &|| false);
             }
         }
     }
@@ -309,13 +317,21 @@ fn take_turn(
     timeline: u32,
     meta: u8,
 ) -> Option<Sno> {
-    // When the wait starts to count: the unit's start, as far as the clock can tell now, plus
-    // one unit of grace for the timers (the wall and the monotonic clock).
-    let now_ns = wall_nanos();
-    let ahead_ns = (units_to_unix_nanos(p.unit) - now_ns).clamp(0, i128::from(u32::MAX)) as u64;
-    let from = std::time::Instant::now() + std::time::Duration::from_nanos(ahead_ns + 4_000_000);
+    let from = counts_from(p.unit);
+    // Given back if this call ends any other way than with the promised ID (a cancel,
+    // statement_timeout, an error: the unwinding drops it), so that the next caller gets it.
+    let turn = Turn {
+        s,
+        p,
+        claimed: core::cell::Cell::new(false),
+    };
     loop {
-        wait_for_unit(s, p.unit, from, TURN_LATE);
+        // A flip or an absorb voids the promise: the call asks again at once instead of
+        // waiting for a unit of a timeline given up.
+        let voided = || s.round.load(Relaxed) != p.round;
+        if !wait_for_unit(s, p.unit, from, TURN_LATE, &voided) {
+            return None;
+        }
         let mut judged = (0u16, 0u64);
         let claim = shmem::locked(s, |g| {
             let epoch = s.epoch.load(Acquire);
@@ -329,8 +345,13 @@ fn take_turn(
                 return Err(SlowError::Clock);
             }
             let c = g.timeline.claim(&s.hot.cursor, p, now, g.dirty);
-            if let Claim::Take(_) = c {
-                judged = (s.partition.load(Relaxed) as u16, epoch);
+            match c {
+                Claim::Take(_) => {
+                    turn.claimed.set(true);
+                    judged = (s.partition.load(Relaxed) as u16, epoch);
+                }
+                Claim::Void => turn.claimed.set(true),
+                _ => {}
             }
             Ok(c)
         });
@@ -358,6 +379,31 @@ fn take_turn(
             Claim::Void => return None,
         }
     }
+}
+
+/// A promise held by a call waiting for its turn: given back unless claimed (or voided).
+struct Turn {
+    s: &'static Shared,
+    p: Promise,
+    claimed: core::cell::Cell<bool>,
+}
+
+impl Drop for Turn {
+    fn drop(&mut self) {
+        if !self.claimed.get() {
+            let p = self.p;
+            shmem::locked(self.s, |g| g.timeline.give_back(p));
+        }
+    }
+}
+
+/// The instant from which a wait for unit `unit` counts against `sno.max_clock_wait`, for a
+/// caller that waits for its turn, not for a clock that went back: the unit's start as far as
+/// the clock can tell now, plus one unit of grace for the timers (the wall and the monotonic
+/// clock).
+fn counts_from(unit: u64) -> std::time::Instant {
+    let ahead_ns = (units_to_unix_nanos(unit) - wall_nanos()).clamp(0, i128::from(u64::MAX)) as u64;
+    std::time::Instant::now() + std::time::Duration::from_nanos(ahead_ns.saturating_add(4_000_000))
 }
 
 /// The wall clock in nanoseconds since the Unix epoch (0 before it).
@@ -389,10 +435,17 @@ pub(super) enum SlowError {
     SameAsLost(i64),
 }
 
-/// Sleeps on the process latch until the wall clock reaches unit `until`. Waiting counts
-/// against `sno.max_clock_wait` from the instant `from` on; past it the call fails, saying
-/// `why`. Cancel and `statement_timeout` end the wait.
-pub(super) fn wait_for_unit(s: &Shared, until: u64, from: std::time::Instant, why: &str) {
+/// Sleeps on the process latch until the wall clock reaches unit `until` (true), or until
+/// `given_up` says the wait is pointless (false; looked at every 100 ms at most). Waiting
+/// counts against `sno.max_clock_wait` from the instant `from` on; past it the call fails,
+/// saying `why`. Cancel and `statement_timeout` end the wait.
+pub(super) fn wait_for_unit(
+    s: &Shared,
+    until: u64,
+    from: std::time::Instant,
+    why: &str,
+    given_up: &dyn Fn() -> bool,
+) -> bool {
     if until > MAX_UNITS {
         // The last unit of the format is used up: no later unit exists to wait for.
         errors::raise(Problem::ClockOutOfRange);
@@ -403,7 +456,10 @@ pub(super) fn wait_for_unit(s: &Shared, until: u64, from: std::time::Instant, wh
         pgrx::check_for_interrupts!();
         let now_ns = wall_nanos();
         if now_ns >= target_ns {
-            return;
+            return true;
+        }
+        if given_up() {
+            return false;
         }
         let now = std::time::Instant::now();
         let budget_ms = if now >= from {

@@ -9,6 +9,7 @@
 //! reused for another shape.
 
 use super::{effective_partition, shared_or_raise};
+use crate::generator::timeline::Persisted;
 use crate::id::time::units_to_pg_micros;
 use crate::pg::shmem::{self};
 use core::sync::atomic::Ordering::Relaxed;
@@ -42,7 +43,19 @@ pub(super) fn generator_info() -> TableIterator<
     // What sno_generate decided: a monitoring call reads no Citus catalog and publishes
     // nothing (any role may call it, in any database).
     let s = shared_or_raise();
-    let (tl, opened) = shmem::read(s, |g| (g.timeline, g.units_opened));
+    // A few words under the lock, not the whole timeline.
+    let (tl, opened) = shmem::read(s, |g| {
+        let t = &g.timeline;
+        (
+            Persisted {
+                horizon: t.horizon,
+                safe: t.safe,
+                drifts: t.drifts,
+            },
+            (t.hi, g.units_opened),
+        )
+    });
+    let (hi, opened) = opened;
     let (partition, source) = effective_partition(s);
     let slots = shmem::slots(s);
     let live: u64 = slots
@@ -56,13 +69,13 @@ pub(super) fn generator_info() -> TableIterator<
         partition as i32,
         source.to_string(),
         s.system_identifier.to_string(),
-        if opened > 0 { ts(tl.hi) } else { None },
+        if opened > 0 { ts(hi) } else { None },
         if tl.safe >= 0 {
             ts(tl.safe as u64)
         } else {
             None
         },
-        tl.tick() as i32,
+        (tl.drifts & 1) as i32,
         tl.drifts as i64,
         (live + s.retired_ids.load(Relaxed)) as i64,
         opened as i64,
