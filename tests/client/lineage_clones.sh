@@ -28,7 +28,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/cluster.bash"
 cluster_setup lineage_clones "$2" "$3"
 
 COPY_ERROR="this server is a copy of one that made IDs with partition 9"
-COPY_HINT="Give this server its own sno.partition, one no other server uses (in postgresql.conf or with ALTER SYSTEM), and reload the configuration."
+COPY_HINT="Give this server a sno.partition no server has used, below 61440 (sno reserves 61440-65535), for example the first of 61439, 57343, 53247, ... (4095 + 4096 * k, k from 14 down to 0) that no server has used, in postgresql.conf or with ALTER SYSTEM, and reload the configuration."
 # A copy that sno did not see with its backup_label (c4: its first start was without sno) could
 # also be a data directory moved while stopped: the HINT adds that branch, with its condition.
 MOVED_HINT="$COPY_HINT If instead this data directory was moved or copied while its server was stopped, and the old directory will never be started again, run SELECT sno_generator_initialize(take_over => true); as a superuser."
@@ -82,7 +82,7 @@ node_basebackup p c2
 node_cmdline c2 shared_preload_libraries=sno
 node_start c2
 node_expect_refusal c2 "c2, a clone keeping partition 9" "$COPY_ERROR" "$COPY_HINT"
-q="$(ledger_unused_partition)"
+q="$(hint_partition "$CL_HINT")" || die "following the HINT: $CL_HINT"
 echo "    c2: following the HINT: ALTER SYSTEM SET sno.partition = $q; SELECT pg_reload_conf();"
 node_alter c2 sno.partition "$q"
 node_reload c2 sno.partition "$q"

@@ -29,10 +29,10 @@
 #      true)); partition 31 goes on, and no ID of the old directory is made again.
 #   4. A clone started beside its original, made the same way (cp -a of the stopped original,
 #      partition 41), both running: the clone is refused with the same HINT, whose first branch
-#      is followed (its own sno.partition, 42, and a reload), after a restart that leaves only
+#      is followed (the first partition of its list no server used, and a reload), after a restart that leaves only
 #      that branch; both make IDs at once. Then a copy of a stopped standby of the original
 #      (cp -a, standby.signal removed): its HINT has no move branch (41 was its primary's, never
-#      its own); given 43. No ID twice.
+#      its own); given the next of that list. No ID twice.
 #   5. RUST_BACKTRACE=1 in a server's environment puts no backtrace into an error's DETAIL (one of
 #      PostgreSQL's, raised under sno's planner hook, and one of sno's), and a 100 MB bad input
 #      makes a short error that names its length.
@@ -44,7 +44,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/cluster.bash"
 cluster_setup lineage_ha_events "$2" "$3"
 
 SNO_MSG="no synchronous standby confirmed the generator's bound"
-COPY_HINT="Give this server its own sno.partition, one no other server uses (in postgresql.conf or with ALTER SYSTEM), and reload the configuration."
+COPY_HINT="Give this server a sno.partition no server has used, below 61440 (sno reserves 61440-65535), for example the first of 61439, 57343, 53247, ... (4095 + 4096 * k, k from 14 down to 0) that no server has used, in postgresql.conf or with ALTER SYSTEM, and reload the configuration."
 
 # stall NAME STOP|CONT: every process of a node stopped or continued.
 stall() {
@@ -275,19 +275,21 @@ check "the clone is refused" "$(msg_field ERROR "$out")" \
     "55000: this server is a copy of one that made IDs with partition 41"
 hint="$(msg_field HINT "$out")"
 check "the HINT's first branch: its own sno.partition and a reload" \
-    "$(grep -c '^Give this server its own sno.partition, one no other server uses (in postgresql.conf or with ALTER SYSTEM), and reload the configuration\.' <<<"$hint")" 1
+    "$(grep -cF "$COPY_HINT" <<<"$hint")" 1
 # Restarted before the HINT is followed, it no longer knows it was copied at this start: the
 # HINT keeps only the first branch (the safe default).
 node_restart c2
 hint2="$(msg_field HINT "$(verbose c2 -c "SELECT sno_generate()" 2>&1 || true)")"
 check "after a restart, the HINT has only the first branch" "$hint2" "$COPY_HINT"
-node_sql c2 "ALTER SYSTEM SET sno.partition = 42" "SELECT pg_reload_conf()" >/dev/null
+# Followed literally: the first partition of the HINT's list no server has used.
+p42="$(hint_partition "$hint2")" || die "following the HINT: $hint2"
+node_sql c2 "ALTER SYSTEM SET sno.partition = $p42" "SELECT pg_reload_conf()" >/dev/null
 node_gen c2 own 1 >/dev/null
 node_gen c1 together 3000 &
 g1=$!
 node_gen c2 together 3000
 wait "$g1"
-check "the clone makes IDs with 42" "$(node_partition c2)" 42
+check "the clone makes IDs with the HINT's $p42" "$(node_partition c2)" "$p42"
 check "the original goes on with 41" "$(node_partition c1)" 41
 # A copy of a stopped standby (cp -a, standby.signal removed): partition 41 was its primary's,
 # never its own, so the HINT has no branch for a move.
@@ -306,7 +308,8 @@ out="$(verbose c3 -c "SELECT sno_generate()" 2>&1 || true)"
 check "a copy of a stopped standby is refused" "$(msg_field ERROR "$out")" \
     "55000: this server is a copy of one that made IDs with partition 41"
 check "its HINT: only the first branch (41 was its primary's)" "$(msg_field HINT "$out")" "$COPY_HINT"
-node_sql c3 "ALTER SYSTEM SET sno.partition = 43" "SELECT pg_reload_conf()" >/dev/null
+p43="$(hint_partition "$(msg_field HINT "$out")")" || die "following the HINT"
+node_sql c3 "ALTER SYSTEM SET sno.partition = $p43" "SELECT pg_reload_conf()" >/dev/null
 node_gen c3 own 2000
 node_gen c1 after_standby_copy 2000
 ledger_check "a clone beside its original, a copy of its standby"

@@ -12,7 +12,9 @@
 #     IDs (at most 4 per 4 ms unit) wait for full units, counted as before. Then a full unit is
 #     not clock trouble: with sno.max_clock_wait = 0, three sessions of a role with no grants
 #     hammering and a fourth asking for 400 IDs, the fourth gets all 400 (its turn in a later
-#     unit is kept for it), none fails, and no wait counts as a failure.
+#     unit is kept for it), none fails, and no wait counts as a failure; two more sessions of
+#     that role give up every call after 1 ms (statement_timeout) meanwhile, so that turns are
+#     given up by the thousand.
 #  3. The server on 0-32767 with partition 4242, and the sno crate's own timeline
 #     (tests/drivers/rust/tests/shared_partition.rs) on 32768-65535 with partition 4242 on the
 #     same clock, both inserting into one primary key for several seconds: zero conflicts,
@@ -140,6 +142,16 @@ for i in 1 2 3; do
     ) &
     pids+=($!)
 done
+# Two sessions giving up their calls (and their turns) after 1 ms, as fast as they can.
+for i in 4 5; do
+    (
+        while [[ -e "$CL_WORK/hammer" ]]; do
+            node_psql s -U nobody -c "SET statement_timeout = 1" -c "SELECT sno_generate() FROM generate_series(1, 50)" \
+                >>"$CL_WORK/hammer-ids" 2>/dev/null || true
+        done
+    ) &
+    pids+=($!)
+done
 sleep 2
 t0=$(date +%s%N)
 out="$(node_try s "SELECT sno_generate(7) FROM generate_series(1, 400)")"
@@ -154,6 +166,8 @@ check "max_clock_wait = 0, three sessions hammering: the fourth gets all 400 IDs
 check "in bounded time (under 20 s; 400 IDs at a quarter of 1,000 a second take about 2 s)" "$((ms < 20000))" 1
 check "no hammering session failed" "$(cat "$CL_WORK/hammer-failed" 2>/dev/null || echo none)" none
 check "every hammering session made IDs" "$(cat "$CL_WORK"/hammer-[123] | awk '$1 > 0' | wc -l)" 3
+check "the sessions giving up after 1 ms did give up calls (statement_timeout in the server log)" \
+    "$(($(grep -c 'canceling statement due to statement timeout' "$(node_log s)") > 10))" 1
 check "no wait ran out of sno.max_clock_wait" "$(psql -c "SELECT clock_wait_failures FROM sno_generator")" 0
 psql -c "CREATE TABLE hammered (id sno NOT NULL)" -c "\\copy hammered FROM '$CL_WORK/hammer-ids'" \
     -c "\\copy hammered FROM '$CL_WORK/fourth-ids'"
