@@ -367,12 +367,8 @@ ledger_summary() {
 # ledger_unused_partition: a partition (>= 100) that no ledger ID carries, no node was given
 # and no running node uses now; it is claimed.
 ledger_unused_partition() {
-    local used=("${CL_CLAIMED[@]}") n p
-    for n in "${CL_NODES[@]}"; do
-        node_running "$n" || continue
-        p="$(node_sql "$n" "SELECT sno_current_partition()" 2>/dev/null || true)"
-        [[ -n "$p" ]] && used+=("$p")
-    done
+    local used n p
+    read -ra used <<<"$(partitions_given)"
     ledger_load
     p="$(IFS=,; ledger_sql "SELECT min(p) FROM generate_series(100, 65535) p
                      WHERE p NOT IN (SELECT DISTINCT sno_partition(id) FROM ledger)
@@ -381,18 +377,26 @@ ledger_unused_partition() {
     echo "$p"
 }
 
-# hint_partition HINT: the partition a HINT proposes, followed literally: the first of its list
-# "(A + B * k, k from X down to Y)" that no ledger ID carries and no server was given (each one
-# checked below 61440, the range sno reserves). Fails when the HINT has no such list.
-hint_partition() {
-    local a b from to k p used=("${CL_CLAIMED[@]}") n
-    read -r a b from to < <(sed -n 's/.*(\([0-9]*\) + \([0-9]*\) \* k, k from \([0-9]*\) down to \([0-9]*\)).*/\1 \2 \3 \4/p' <<<"$1")
-    [[ -n "$to" ]] || { echo "no list of partitions in the HINT: $1" >&2; return 1; }
+# partitions_given: the partitions the test gave out (CL_CLAIMED) and those the running
+# servers use now, space-separated.
+partitions_given() {
+    local used=("${CL_CLAIMED[@]}") n p
     for n in "${CL_NODES[@]}"; do
         node_running "$n" || continue
         p="$(node_sql "$n" "SELECT sno_current_partition()" 2>/dev/null || true)"
         [[ -n "$p" ]] && used+=("$p")
     done
+    echo "${used[*]}"
+}
+
+# hint_partition HINT: the partition a HINT proposes, followed literally: the first of its list
+# "(A + B * k, k from X down to Y)" that no ledger ID carries and no server was given (each one
+# checked below 61440, the range sno reserves). Fails when the HINT has no such list.
+hint_partition() {
+    local a b from to k p used
+    read -r a b from to < <(sed -n 's/.*(\([0-9]*\) + \([0-9]*\) \* k, k from \([0-9]*\) down to \([0-9]*\)).*/\1 \2 \3 \4/p' <<<"$1")
+    [[ -n "$to" ]] || { echo "no list of partitions in the HINT: $1" >&2; return 1; }
+    read -ra used <<<"$(partitions_given)"
     ledger_load
     for ((k = from; k >= to; k--)); do
         p=$((a + b * k))

@@ -237,19 +237,7 @@ pub(super) fn generate_slow(b: &mut Backend, meta: u8) -> Sno {
                 if flipped {
                     log_flip(tick);
                 }
-                // The bound covering IDs of this epoch must survive a failover before one
-                // leaves (a commit's wait for synchronous standbys, cancellable like it).
-                // Until then the backend has no epoch: after a cancelled wait (an ERROR), its
-                // next call must not take IDs on the fast path that the wait did not cover.
-                b.epoch = 0;
-                let lsn = s.lineage_lsn.load(Relaxed);
-                if lsn > b.durable_lsn {
-                    b.unsynced = !crate::pg::wal::make_durable(lsn);
-                    if !b.unsynced {
-                        b.durable_lsn = lsn;
-                    }
-                }
-                (b.partition, b.epoch) = judged;
+                enter_epoch(b, s, judged);
                 // The same checks as the fast path: a judgment may have come in between.
                 if let Some((unit, tick, seq)) = s.hot.cursor.take(now) {
                     if s.epoch.load(Relaxed) == b.epoch {
@@ -359,15 +347,7 @@ fn take_turn(
         match claim {
             Claim::Take((unit, tick, seq)) => {
                 // As for the cursor: the bound covering it must survive a failover first.
-                b.epoch = 0;
-                let lsn = s.lineage_lsn.load(Relaxed);
-                if lsn > b.durable_lsn {
-                    b.unsynced = !crate::pg::wal::make_durable(lsn);
-                    if !b.unsynced {
-                        b.durable_lsn = lsn;
-                    }
-                }
-                (b.partition, b.epoch) = judged;
+                enter_epoch(b, s, judged);
                 if s.epoch.load(Relaxed) != b.epoch {
                     return None;
                 }
@@ -412,6 +392,22 @@ fn wall_nanos() -> i128 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_nanos() as i128)
         .unwrap_or(0)
+}
+
+/// The backend takes the partition and epoch `judged` once the bound covering the IDs of that
+/// epoch would survive a failover (a commit's wait for synchronous standbys, cancellable like
+/// it). Until then the backend has no epoch: after a cancelled wait (an ERROR), its next call
+/// must not take IDs on the fast path that the wait did not cover.
+fn enter_epoch(b: &mut Backend, s: &Shared, judged: (u16, u64)) {
+    b.epoch = 0;
+    let lsn = s.lineage_lsn.load(Relaxed);
+    if lsn > b.durable_lsn {
+        b.unsynced = !crate::pg::wal::make_durable(lsn);
+        if !b.unsynced {
+            b.durable_lsn = lsn;
+        }
+    }
+    (b.partition, b.epoch) = judged;
 }
 
 fn log_flip(tick: u8) {
