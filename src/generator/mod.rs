@@ -3,6 +3,8 @@
 //! - [`timeline`]: the tick-tock timeline and the shared cursor of sequence numbers, which never give
 //!   out an ID twice, whatever the clock does;
 //! - [`state_file`]: the durable state file (`sno_generator.state`), encoded and decoded;
+//! - [`lost`]: the record of a lost state file (`sno_generator.lost`): the partition
+//!   configured when a start found it missing or unusable;
 //! - [`wal_record`]: the payload of the `sno` WAL record (a lineage bound), encoded and decoded,
 //!   every field checked before redo merges it;
 //! - [`citus`]: the partitions of a Citus cluster's node groups, two groups never sharing one;
@@ -11,6 +13,7 @@
 
 pub mod citus;
 pub mod lineage;
+pub mod lost;
 pub mod state_file;
 pub mod timeline;
 pub mod wal_record;

@@ -107,10 +107,11 @@ pub struct Shared {
     pub reason: [u8; 200],
     /// Length of `reason`.
     pub reason_len: u32,
-    /// The partition configured when this start found the state file missing or unusable
-    /// (its [`crate::pg::generator::durable::source_key`]: the explicit partition or -1);
-    /// [`NOT_LOST`] when it was usable. `sno_generator_initialize` refuses to start afresh
-    /// with it.
+    /// The partition configured when a start found the state file missing or unusable (its
+    /// [`crate::pg::generator::durable::source_key`]: the explicit partition or -1), kept
+    /// across restarts in `sno_generator.lost` until a state file is written again;
+    /// [`NOT_LOST`] when there is a state file. `sno_generator_initialize` refuses to start
+    /// afresh with it.
     pub lost_source: AtomicI64,
 }
 
@@ -521,8 +522,7 @@ fn restore_state(s: &mut Shared) {
             let g = unsafe { &mut *s.guarded.get() };
             set_lineage(s, g, State::fresh(sysid, draw(), 0, inode));
             s.state.store(STATE_MISSING, Ordering::Relaxed);
-            s.lost_source
-                .store(configured_source_key(), Ordering::Relaxed);
+            s.lost_source.store(lost_source_key(dir), Ordering::Relaxed);
             pgrx::log!(
                 "sno: no generator state file ({}); CREATE EXTENSION sno creates it in a new cluster, otherwise see the HINT of sno_generate",
                 state_file::FILE_NAME
@@ -533,8 +533,7 @@ fn restore_state(s: &mut Shared) {
             let g = unsafe { &mut *s.guarded.get() };
             set_lineage(s, g, State::fresh(sysid, draw(), 0, inode));
             set_reason(s, &e.to_string());
-            s.lost_source
-                .store(configured_source_key(), Ordering::Relaxed);
+            s.lost_source.store(lost_source_key(dir), Ordering::Relaxed);
             errors::warn(Problem::StateFileUnusableAtStart {
                 reason: &e.to_string(),
             });
@@ -542,10 +541,31 @@ fn restore_state(s: &mut Shared) {
     }
 }
 
-/// Where the partition comes from as configured at start-up, as
-/// [`crate::pg::generator::durable::source_key`] has it: the explicit partition, or -1.
-fn configured_source_key() -> i64 {
-    i64::from(crate::pg::gucs::partition_setting().max(-1))
+/// The partition whose IDs the missing or unusable state file covered, as
+/// [`crate::pg::generator::durable::source_key`] has it (the explicit partition, or -1): the
+/// one an earlier start recorded ([`crate::generator::lost`]), else the one configured now,
+/// recorded for the starts to come until a state file is written again.
+fn lost_source_key(dir: &std::path::Path) -> i64 {
+    use crate::generator::lost;
+    lost::read(dir).unwrap_or_else(|| {
+        let key = i64::from(crate::pg::gucs::partition_setting().max(-1));
+        if let Err(e) = lost::write(dir, key, fsync_enabled()) {
+            pgrx::warning!("sno: could not write \"{}\": {e}", lost::FILE_NAME);
+        }
+        key
+    })
+}
+
+/// A state file was written: the record of a lost one is not needed any more.
+pub fn state_written(s: &Shared) {
+    if s.lost_source.swap(NOT_LOST, Ordering::Relaxed) != NOT_LOST {
+        if let Err(e) = crate::generator::lost::remove(std::path::Path::new(".")) {
+            pgrx::log!(
+                "sno: could not remove \"{}\": {e}",
+                crate::generator::lost::FILE_NAME
+            );
+        }
+    }
 }
 
 /// `AddinShmemInitLock`, found by its name among PostgreSQL's individual LWLocks (a macro for

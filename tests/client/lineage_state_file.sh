@@ -19,7 +19,10 @@
 #      alone and the HINT followed; pgbench again.
 #  r5  sno.partition = 14, the file gone for good, and the HINT's first step skipped:
 #      sno_generator_initialize() refuses while sno.partition is still 14 (the partition in
-#      force when the file was lost), with a HINT; followed literally, it succeeds.
+#      force when the file was lost), also after a restart, with a HINT; followed literally, it
+#      succeeds.
+#  r6  sno.partition = 15, the file gone for good, the HINT's partition set and the server
+#      restarted instead of reloaded: sno_generator_initialize() takes the new partition.
 # Each "give this server a sno.partition" takes the first of the HINT's own list (61439,
 # 57343, ...) that no server has used. Every ID of the servers goes to the ledger: zero
 # duplicates; none refused wrongly.
@@ -197,6 +200,13 @@ check "r5: initialize with the partition in force when the file was lost is refu
 CL_HINT="$(msg_field HINT "$out")"
 check "r5: its HINT" "$CL_HINT" "Give this server $NEW_ONE, and reload the configuration, then run this again. Only if no ID made with the old partition can ever be repeated (every one of them is older than the clock now and the clock will never be set back), run SELECT sno_generator_initialize(force => true, take_over => true); instead."
 check "r5: and sno_generate still refuses" "$(node_try r5 "SELECT sno_generate(1)" | grep -c "sno generator has no state file")" 1
+check "r5: the lost partition is recorded in the data directory" \
+    "$(cat "$(node_data r5)/sno_generator.lost")" "partition 14"
+# A restart does not forget it.
+node_restart r5
+check "r5: after a restart, initialize with partition 14 is still refused" \
+    "$(msg_field ERROR "$(node_try r5 "SELECT sno_generator_initialize()")")" \
+    "cannot initialize the sno generator with partition 14: it was in force when the state file was lost"
 # Followed literally: a new partition, then "this again".
 new_partition r5
 p5="$NEW_PARTITION"
@@ -204,7 +214,27 @@ check "r5: then initialize returns true" "$(node_sql r5 "SELECT sno_generator_in
 node_gen r5 after 3000
 check "r5: new IDs carry the HINT's partition ($p5)" \
     "$(node_sql r5 "SELECT string_agg(DISTINCT sno_partition(id)::text, ',') FROM ids WHERE origin = 'r5:after'")" "$p5"
+check "r5: the record of the lost file is gone with the new state file" \
+    "$([[ -e "$(node_data r5)/sno_generator.lost" ]] && echo present || echo gone)" gone
 node_stop r5
+
+# --- r6: the HINT's partition set, then a restart instead of a reload ----------------------------
+echo "--- r6: sno.partition = 15; the file gone for good; a new partition, and a restart"
+new_server r6 15
+node_gen r6 first 3000
+node_stop r6
+as_pg rm "$(node_state_file r6)"
+node_clock r6 -7s
+node_start r6
+node_expect_refusal r6 "r6, no state file" "sno generator has no state file" "$HINT_MISSING"
+p6="$(hint_partition "$CL_HINT")" || die "following the HINT: $CL_HINT"
+node_alter r6 sno.partition "$p6"
+node_restart r6
+check "r6: after a restart with partition $p6, initialize returns true" "$(node_sql r6 "SELECT sno_generator_initialize()")" t
+node_gen r6 after 3000
+check "r6: new IDs carry partition $p6" \
+    "$(node_sql r6 "SELECT string_agg(DISTINCT sno_partition(id)::text, ',') FROM ids WHERE origin = 'r6:after'")" "$p6"
+node_stop r6
 
 ledger_check "all servers: every ID ever issued"
 ledger_summary

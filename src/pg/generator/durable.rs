@@ -171,6 +171,7 @@ fn write(
         return Ok(false);
     };
     crate::generator::state_file::write(std::path::Path::new("."), &st, shmem::fsync_enabled())?;
+    shmem::state_written(s);
     let lsn = crate::pg::wal::log_lineage(&st, timeline);
     crate::pg::wal::flush(lsn);
     shmem::locked(s, |g| {
@@ -234,6 +235,7 @@ pub fn replay(s: &'static Shared, rec: &crate::generator::state_file::Record) {
                     &st,
                     shmem::fsync_enabled(),
                 )?;
+                shmem::state_written(s);
                 s.state.store(shmem::STATE_READY, Relaxed);
             }
             shmem::set_lineage(s, g, st);
@@ -288,8 +290,8 @@ pub(super) fn raise_slow(s: &Shared, e: SlowError) -> ! {
 }
 
 /// Whether `sno_generator_initialize` may start the durable state afresh (no valid file to
-/// adopt) with the partition's source now: not with the explicit partition configured when
-/// this start found the file missing or unusable, nor without an explicit partition on a
+/// adopt) with the partition's source now: not with the explicit partition configured when a
+/// start found the file missing or unusable (recorded until a state file is written), nor without an explicit partition on a
 /// server with Citus (the lost file recorded its group's generations), unless `take_over`
 /// says so. `CREATE EXTENSION` in a cluster without a state file is a new cluster's first
 /// (its install script initializes): nothing was lost there.
