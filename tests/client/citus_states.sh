@@ -188,7 +188,7 @@ check "sno_generate in the disagreeing database is refused" "$(msg_field ERROR "
     "the Citus metadata of database \"other\" disagrees with this server's Citus node group"
 CL_HINT="$(msg_field HINT "$out")"
 check "its HINT" "$CL_HINT" \
-    "Set sno.citus_database to the name of the database that holds this node's Citus metadata, in postgresql.conf or with ALTER SYSTEM, and reload the configuration; sessions in other databases then use the group that database says. If that is \"other\", new sessions there make IDs as not a node of a Citus cluster."
+    "Set sno.citus_database to the name of the database that holds this node's Citus metadata, in postgresql.conf or with ALTER SYSTEM, and reload the configuration: only that database's metadata then decides the node's group, and sessions in every other database make IDs as it says."
 node_alter c2 sno.citus_database postgres
 node_reload c2 sno.citus_database postgres
 check "after the HINT, database other makes IDs as c2's group" \
