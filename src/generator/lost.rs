@@ -8,61 +8,85 @@
 //! file missing writes this record, later starts read it, and the first state file written
 //! afterwards removes it. Pure Rust: `std::fs` only.
 //!
-//! Format: one line, `partition N` (the explicit partition) or `partition -1` (none: derived,
-//! or a Citus group's).
+//! Format: a line `partition N` (the explicit partition) or `partition -1` (none: derived, or
+//! a Citus group's), then `refused` once `sno_generate` has refused for want of the file: sno
+//! was in use here, so a later `CREATE EXTENSION` (in another database, or after a `DROP
+//! EXTENSION`) is no new cluster's first and must not start a state file afresh either.
 
 /// The file's name in the data directory.
 pub const FILE_NAME: &str = "sno_generator.lost";
 
-/// The file's contents for `key` (an explicit partition, or -1).
-pub fn encode(key: i64) -> String {
-    format!("partition {key}\n")
+/// What a record says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Lost {
+    /// The partition configured when the file was found missing or unusable (-1: none).
+    pub key: i64,
+    /// `sno_generate` refused since, for want of the file.
+    pub refused: bool,
 }
 
-/// The key a record holds; `None` when the text is not one (then the caller treats the file
-/// as absent and writes a new one).
-pub fn decode(text: &[u8]) -> Option<i64> {
+/// The file's contents for `l`.
+pub fn encode(l: Lost) -> String {
+    let refused = if l.refused { "refused\n" } else { "" };
+    format!("partition {}\n{refused}", l.key)
+}
+
+/// What a record holds; `None` when the text is not one (then the caller treats the file as
+/// absent and writes a new one).
+pub fn decode(text: &[u8]) -> Option<Lost> {
     let text = core::str::from_utf8(text).ok()?;
-    let n: i64 = text
-        .strip_prefix("partition ")?
-        .strip_suffix('\n')?
-        .parse()
-        .ok()?;
-    (-1..=65535).contains(&n).then_some(n)
+    let rest = text.strip_prefix("partition ")?;
+    let (n, rest) = rest.split_once('\n')?;
+    let key: i64 = n.parse().ok()?;
+    let refused = match rest {
+        "" => false,
+        "refused\n" => true,
+        _ => return None,
+    };
+    (-1..=65535).contains(&key).then_some(Lost { key, refused })
 }
 
 /// The record in `dir`, if there is a valid one.
-pub fn read(dir: &std::path::Path) -> Option<i64> {
+pub fn read(dir: &std::path::Path) -> Option<Lost> {
     decode(&std::fs::read(dir.join(FILE_NAME)).ok()?)
 }
 
-/// Writes the record for `key` in `dir` (a temporary file, flushed, renamed; the directory
-/// flushed), unless `fsync` is off.
-pub fn write(dir: &std::path::Path, key: i64, fsync: bool) -> std::io::Result<()> {
+/// Writes the record `l` in `dir` (a temporary file, flushed, renamed; the directory flushed),
+/// unless `fsync` is off.
+pub fn write(dir: &std::path::Path, l: Lost, fsync: bool) -> std::io::Result<()> {
     use std::io::Write;
     let tmp = dir.join(format!("{FILE_NAME}.tmp"));
     {
         let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(encode(key).as_bytes())?;
+        f.write_all(encode(l).as_bytes())?;
         if fsync {
             f.sync_all()?;
         }
     }
     std::fs::rename(&tmp, dir.join(FILE_NAME))?;
     if fsync {
-        match std::fs::File::open(dir)?.sync_all() {
-            Err(e) if matches!(e.raw_os_error(), Some(libc::EINVAL) | Some(libc::EBADF)) => {}
-            r => r?,
-        }
+        sync_dir(dir)?;
     }
     Ok(())
 }
 
-/// Removes the record in `dir` (none there is not an error).
-pub fn remove(dir: &std::path::Path) -> std::io::Result<()> {
+/// Removes the record in `dir` (none there is not an error), the directory flushed so that a
+/// crash cannot bring it back, unless `fsync` is off.
+pub fn remove(dir: &std::path::Path, fsync: bool) -> std::io::Result<()> {
     match std::fs::remove_file(dir.join(FILE_NAME)) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
-        _ => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e),
+        Ok(()) if fsync => sync_dir(dir),
+        Ok(()) => Ok(()),
+    }
+}
+
+/// Flushes the directory `dir` (a refusal by the file system, EINVAL or EBADF, is not an
+/// error, as for PostgreSQL).
+fn sync_dir(dir: &std::path::Path) -> std::io::Result<()> {
+    match std::fs::File::open(dir)?.sync_all() {
+        Err(e) if matches!(e.raw_os_error(), Some(libc::EINVAL) | Some(libc::EBADF)) => Ok(()),
+        r => r,
     }
 }
 
@@ -76,25 +100,34 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("sno-lost-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         assert_eq!(read(&dir), None);
-        write(&dir, 14, true).unwrap();
-        assert_eq!(read(&dir), Some(14));
-        // A later start keeps the first record: the caller writes only when there is none.
-        write(&dir, -1, false).unwrap();
-        assert_eq!(read(&dir), Some(-1));
-        remove(&dir).unwrap();
+        let l = Lost {
+            key: 14,
+            refused: false,
+        };
+        write(&dir, l, true).unwrap();
+        assert_eq!(read(&dir), Some(l));
+        let r = Lost { refused: true, ..l };
+        write(&dir, r, false).unwrap();
+        assert_eq!(read(&dir), Some(r));
+        remove(&dir, true).unwrap();
         assert_eq!(read(&dir), None);
-        remove(&dir).unwrap();
+        remove(&dir, false).unwrap();
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
     fn only_a_well_formed_record_is_one() {
-        assert_eq!(decode(b"partition 61439\n"), Some(61439));
-        assert_eq!(decode(b"partition -1\n"), Some(-1));
+        let l = |key, refused| Some(Lost { key, refused });
+        assert_eq!(decode(b"partition 61439\n"), l(61439, false));
+        assert_eq!(decode(b"partition -1\n"), l(-1, false));
+        assert_eq!(decode(b"partition 7\nrefused\n"), l(7, true));
         for bad in [
             &b"partition 65536\n"[..],
             b"partition -2\n",
             b"partition 7",
+            b"partition 7\nrefused",
+            b"partition 7\nrefused\nrefused\n",
+            b"partition 7\nok\n",
             b"partition  7\n",
             b"7\n",
             b"",
@@ -106,8 +139,13 @@ mod tests {
 
     proptest! {
         #[test]
-        fn every_key_round_trips_and_no_bytes_panic(key in -1i64..=65535, junk in proptest::collection::vec(any::<u8>(), 0..40)) {
-            prop_assert_eq!(decode(encode(key).as_bytes()), Some(key));
+        fn every_record_round_trips_and_no_bytes_panic(
+            key in -1i64..=65535,
+            refused in any::<bool>(),
+            junk in proptest::collection::vec(any::<u8>(), 0..40),
+        ) {
+            let l = Lost { key, refused };
+            prop_assert_eq!(decode(encode(l).as_bytes()), Some(l));
             let _ = decode(&junk);
         }
     }

@@ -218,7 +218,7 @@ impl Problem<'_> {
                 },
             )
             .detail("The lost file recorded up to when those partitions were used; without it, IDs made now with them could repeat earlier ones.")
-            .hint(format!("Give this server {}, and reload the configuration, then run this again. Only if no ID made with the old partition can ever be repeated (every one of them is older than the clock now and the clock will never be set back), run SELECT sno_generator_initialize(force => true, take_over => true); instead.", new_partition(*citus))),
+            .hint(format!("Give this server {}, and reload the configuration, then run this again. Only if no other server makes IDs with the old partition and no ID made with it can ever be repeated (every one of them is older than the clock now and the clock will never be set back), run SELECT sno_generator_initialize(force => true, take_over => true); instead.", new_partition(*citus))),
             Problem::WriteFailed(e) => Report::new(
                 Code::ERRCODE_IO_ERROR,
                 format!("could not write sno generator state file \"{FILE_NAME}\": {e}"),

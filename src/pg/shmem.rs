@@ -113,6 +113,10 @@ pub struct Shared {
     /// [`NOT_LOST`] when there is a state file. `sno_generator_initialize` refuses to start
     /// afresh with it.
     pub lost_source: AtomicI64,
+    /// `sno_generate` refused for want of the state file since it was found missing or
+    /// unusable (kept in `sno_generator.lost` too): sno was in use, so no `CREATE EXTENSION`
+    /// after it starts a state file afresh with the lost partition.
+    pub lost_refused: AtomicBool,
 }
 
 /// [`Shared::lost_source`] of a start that found a usable state file.
@@ -473,6 +477,8 @@ fn restore_state(s: &mut Shared) {
     let sysid = s.system_identifier;
     match state_file::read(dir) {
         Ok(Some(mut st)) => {
+            // A record of a lost file left by a crash before its removal, or copied along.
+            forget_loss(dir);
             if st.system_identifier != sysid {
                 pgrx::log!(
                     "sno: adopting the generator state of the cluster with system identifier {} (pg_upgrade)",
@@ -522,7 +528,7 @@ fn restore_state(s: &mut Shared) {
             let g = unsafe { &mut *s.guarded.get() };
             set_lineage(s, g, State::fresh(sysid, draw(), 0, inode));
             s.state.store(STATE_MISSING, Ordering::Relaxed);
-            s.lost_source.store(lost_source_key(dir), Ordering::Relaxed);
+            note_loss(s, dir);
             pgrx::log!(
                 "sno: no generator state file ({}); CREATE EXTENSION sno creates it in a new cluster, otherwise see the HINT of sno_generate",
                 state_file::FILE_NAME
@@ -533,7 +539,7 @@ fn restore_state(s: &mut Shared) {
             let g = unsafe { &mut *s.guarded.get() };
             set_lineage(s, g, State::fresh(sysid, draw(), 0, inode));
             set_reason(s, &e.to_string());
-            s.lost_source.store(lost_source_key(dir), Ordering::Relaxed);
+            note_loss(s, dir);
             errors::warn(Problem::StateFileUnusableAtStart {
                 reason: &e.to_string(),
             });
@@ -541,30 +547,72 @@ fn restore_state(s: &mut Shared) {
     }
 }
 
-/// The partition whose IDs the missing or unusable state file covered, as
-/// [`crate::pg::generator::durable::source_key`] has it (the explicit partition, or -1): the
+/// A start found the state file missing or unusable: the partition whose IDs it covered, as
+/// [`crate::pg::generator::durable::source_key`] has it (the explicit partition, or -1), is the
 /// one an earlier start recorded ([`crate::generator::lost`]), else the one configured now,
 /// recorded for the starts to come until a state file is written again.
-fn lost_source_key(dir: &std::path::Path) -> i64 {
-    use crate::generator::lost;
-    lost::read(dir).unwrap_or_else(|| {
-        let key = i64::from(crate::pg::gucs::partition_setting().max(-1));
-        if let Err(e) = lost::write(dir, key, fsync_enabled()) {
+fn note_loss(s: &Shared, dir: &std::path::Path) {
+    use crate::generator::lost::{self, Lost};
+    let l = lost::read(dir).unwrap_or_else(|| {
+        let l = Lost {
+            key: i64::from(crate::pg::gucs::partition_setting().max(-1)),
+            refused: false,
+        };
+        if let Err(e) = lost::write(dir, l, fsync_enabled()) {
             pgrx::warning!("sno: could not write \"{}\": {e}", lost::FILE_NAME);
         }
-        key
-    })
+        l
+    });
+    s.lost_source.store(l.key, Ordering::Relaxed);
+    s.lost_refused.store(l.refused, Ordering::Relaxed);
 }
 
-/// A state file was written: the record of a lost one is not needed any more.
-pub fn state_written(s: &Shared) {
-    if s.lost_source.swap(NOT_LOST, Ordering::Relaxed) != NOT_LOST {
-        if let Err(e) = crate::generator::lost::remove(std::path::Path::new(".")) {
+/// `sno_generate` refuses for want of the state file: recorded once (sno was in use here).
+pub fn note_refusal(s: &Shared) {
+    let key = s.lost_source.load(Ordering::Relaxed);
+    if key != NOT_LOST && !s.lost_refused.swap(true, Ordering::Relaxed) {
+        let l = crate::generator::lost::Lost { key, refused: true };
+        let dir = std::path::Path::new(".");
+        if let Err(e) = crate::generator::lost::write(dir, l, fsync_enabled()) {
             pgrx::log!(
-                "sno: could not remove \"{}\": {e}",
+                "sno: could not write \"{}\": {e}",
                 crate::generator::lost::FILE_NAME
             );
         }
+    }
+}
+
+/// A state file was written (or found usable at start): the record of a lost one goes.
+pub fn state_written(s: &Shared) {
+    if s.lost_source.swap(NOT_LOST, Ordering::Relaxed) != NOT_LOST {
+        forget_loss(std::path::Path::new("."));
+    }
+}
+
+/// Removes the record of a lost state file, if any.
+fn forget_loss(dir: &std::path::Path) {
+    if let Err(e) = crate::generator::lost::remove(dir, fsync_enabled()) {
+        pgrx::log!(
+            "sno: could not remove \"{}\": {e}",
+            crate::generator::lost::FILE_NAME
+        );
+    }
+}
+
+/// Runs `f` on the guarded state under the LWLock, writing nothing to the client or the log
+/// (for a call being unwound after an ERROR); not at all if this backend holds the lock
+/// already (an ERROR raised under it: taking it again would wait for ever).
+pub fn locked_silently(s: &'static Shared, f: impl FnOnce(&mut Guarded)) {
+    // SAFETY: plain LWLock use; the lock protects the cell.
+    unsafe {
+        if pg_sys::LWLockHeldByMe(s.lock) {
+            return;
+        }
+        pg_sys::LWLockAcquire(s.lock, pg_sys::LWLockMode::LW_EXCLUSIVE);
+        f(&mut *s.guarded.get());
+        s.round
+            .store((*s.guarded.get()).timeline.round, Ordering::Relaxed);
+        pg_sys::LWLockRelease(s.lock);
     }
 }
 
@@ -638,6 +686,7 @@ unsafe extern "C-unwind" fn on_startup() {
             reason: [0; 200],
             reason_len: 0,
             lost_source: AtomicI64::new(NOT_LOST),
+            lost_refused: AtomicBool::new(false),
         });
         restore_state(&mut *p);
     }

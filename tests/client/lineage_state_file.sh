@@ -198,10 +198,15 @@ out="$(node_try r5 "SELECT sno_generator_initialize()")"
 check "r5: initialize with the partition in force when the file was lost is refused" \
     "$(msg_field ERROR "$out")" "cannot initialize the sno generator with partition 14: it was in force when the state file was lost"
 CL_HINT="$(msg_field HINT "$out")"
-check "r5: its HINT" "$CL_HINT" "Give this server $NEW_ONE, and reload the configuration, then run this again. Only if no ID made with the old partition can ever be repeated (every one of them is older than the clock now and the clock will never be set back), run SELECT sno_generator_initialize(force => true, take_over => true); instead."
+check "r5: its HINT" "$CL_HINT" "Give this server $NEW_ONE, and reload the configuration, then run this again. Only if no other server makes IDs with the old partition and no ID made with it can ever be repeated (every one of them is older than the clock now and the clock will never be set back), run SELECT sno_generator_initialize(force => true, take_over => true); instead."
 check "r5: and sno_generate still refuses" "$(node_try r5 "SELECT sno_generate(1)" | grep -c "sno generator has no state file")" 1
-check "r5: the lost partition is recorded in the data directory" \
-    "$(cat "$(node_data r5)/sno_generator.lost")" "partition 14"
+check "r5: the lost partition is recorded in the data directory, with the refusal" \
+    "$(cat "$(node_data r5)/sno_generator.lost")" "partition 14
+refused"
+# sno was in use: CREATE EXTENSION in another database does not start a state file afresh.
+out="$(node_try r5 "CREATE DATABASE other")$(node_psql_db r5 other -c "CREATE EXTENSION sno" 2>&1 || true)"
+check "r5: CREATE EXTENSION sno in another database is refused like initialize" \
+    "$(msg_field ERROR "$out")" "cannot initialize the sno generator with partition 14: it was in force when the state file was lost"
 # A restart does not forget it.
 node_restart r5
 check "r5: after a restart, initialize with partition 14 is still refused" \

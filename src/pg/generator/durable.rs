@@ -264,6 +264,7 @@ pub(super) fn raise_refusal(r: Refusal) -> ! {
 
 /// No usable state file: the error, whose HINT proposes a new explicit partition.
 pub(super) fn raise_state(s: &Shared, st: u32) -> ! {
+    shmem::note_refusal(s);
     let citus = crate::pg::citus::loaded();
     if st == shmem::STATE_MISSING {
         errors::raise(Problem::NoStateFile { citus })
@@ -293,15 +294,19 @@ pub(super) fn raise_slow(s: &Shared, e: SlowError) -> ! {
 /// adopt) with the partition's source now: not with the explicit partition configured when a
 /// start found the file missing or unusable (recorded until a state file is written), nor without an explicit partition on a
 /// server with Citus (the lost file recorded its group's generations), unless `take_over`
-/// says so. `CREATE EXTENSION` in a cluster without a state file is a new cluster's first
-/// (its install script initializes): nothing was lost there.
+/// says so. `CREATE EXTENSION` in a cluster without a state file, before any `sno_generate`
+/// refused for want of it, is taken for a new cluster's first (its install script
+/// initializes): nothing was lost there. After such a refusal sno was in use, and a `CREATE
+/// EXTENSION` (another database, a `DROP`/`CREATE`) is refused like any other call.
 fn may_start_afresh(s: &Shared, take_over: bool) -> Result<(), SlowError> {
     let lost = s.lost_source.load(Relaxed);
     // SAFETY: plain read of a backend global.
     let creating = unsafe { pg_sys::creating_extension };
     if lost == shmem::NOT_LOST
         || take_over
-        || (creating && s.state.load(Relaxed) == shmem::STATE_MISSING)
+        || (creating
+            && s.state.load(Relaxed) == shmem::STATE_MISSING
+            && !s.lost_refused.load(Relaxed))
     {
         return Ok(());
     }

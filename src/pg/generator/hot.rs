@@ -372,7 +372,7 @@ impl Drop for Turn {
     fn drop(&mut self) {
         if !self.claimed.get() {
             let p = self.p;
-            shmem::locked(self.s, |g| g.timeline.give_back(p));
+            shmem::locked_silently(self.s, |g| g.timeline.give_back(p));
         }
     }
 }
