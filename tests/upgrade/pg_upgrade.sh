@@ -234,10 +234,15 @@ run_case_body() {
     local out
     case "$variant" in
     control)
-        # Not the HINT: a fresh state file, the old partition kept. Then IDs repeat: the
-        # clock setting can show a generator that lost its state.
-        check "$name: SELECT sno_generator_initialize(); without the old state file returns true" \
-            "$("${nq[@]}" -At -c "SELECT sno_generator_initialize()" 2>&1)" t
+        # Not the HINT: a fresh state file, the old partition kept. sno_generator_initialize()
+        # refuses it (the partition in force when the file was found missing); forced with the
+        # override (the administrator's word that nothing can repeat, false here), IDs repeat:
+        # the clock setting can show a generator that lost its state.
+        check "$name: SELECT sno_generator_initialize(); without the old state file is refused (partition 7 was in force)" \
+            "$("${nq[@]}" -At -c "SELECT sno_generator_initialize()" 2>&1 | sed -n 's/^ERROR:  //p')" \
+            "cannot initialize the sno generator with partition 7: it was in force when the state file was lost"
+        check "$name: the override (force => true, take_over => true) returns true" \
+            "$("${nq[@]}" -At -c "SELECT sno_generator_initialize(force => true, take_over => true)" 2>/dev/null)" t
         "${nq[@]}" -c "CREATE TABLE ctl_main (LIKE t_main INCLUDING DEFAULTS)" \
             -c "CREATE TABLE ctl_part (LIKE t_part)" || bad "$name: control tables"
         # Its IDs take a fraction of a second: the clock is put well inside the old IDs' 6 s
