@@ -4,11 +4,13 @@
 -- tests/upgrade/update_paths.sh, from every earlier release, with another role's
 -- operators and functions planted in sno's schema, and from 0.1.0 through every script by
 -- tests/upgrade/extension_update.sh). Nothing is dropped or changed: only new objects.
--- * new: comparisons between sno and varchar, bpchar (char(n)) and name (= <> < <= > >=, both
---   ways, with their functions sno_*_varchar, varchar_*_sno, ...), in sno's btree family as the
---   text ones, so that `id = $1::varchar` resolves to an operator of sno's schema by exact
---   match: before, it took (sno, text) through a coercion, and an exact `=(sno, varchar)` made
---   by another role in any schema of the caller's search_path won over it.
+-- * new: comparisons between sno and bpchar (char(n)) and name (= <> < <= > >=, both ways, with
+--   their functions sno_*_bpchar, bpchar_*_sno, ...), in sno's btree family as the text ones, so
+--   that `id = $1::bpchar` (or name) resolves to an operator of sno's schema by exact match:
+--   before, it took (sno, text) through a coercion, and an exact operator made by another role
+--   in any schema of the caller's search_path won over it. Not varchar: PostgreSQL has no
+--   (varchar, varchar) operators, so one with a varchar argument would be the exact match of
+--   every `varchar_column = 'literal'` in the database (see sql/sno_type.sql).
 -- Every C symbol of 0.4.0 keeps its shape: a database still at 0.4.0 works with this library.
 --
 -- Security: the first statement pins search_path to pg_catalog and pg_temp, so that nothing
@@ -22,104 +24,9 @@
 
 SELECT pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
 
--- Comparisons with varchar, char and name (as sql/sno_type.sql) ---------------------------------
--- varchar is binary-compatible with text: its functions name the text ones' C symbols. bpchar:
--- trailing spaces are padding (as in every bpchar comparison, and as 0.4.0 compared them through
+-- Comparisons with char and name (as sql/sno_type.sql) ------------------------------------------
+-- bpchar: trailing spaces are padding (as in every bpchar comparison, and as 0.4.0 compared them through
 -- bpchar::text). name: the string up to its NUL. Not LEAKPROOF: a bad string is an error.
-
--- varchar
-CREATE FUNCTION @extschema@.sno_cmp_varchar(@extschema@.sno, varchar) RETURNS int4
-    AS 'MODULE_PATHNAME', 'sno_cmp_text' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
-CREATE FUNCTION @extschema@.sno_eq_varchar(@extschema@.sno, varchar) RETURNS bool
-    AS 'MODULE_PATHNAME', 'sno_eq_text' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
-CREATE FUNCTION @extschema@.sno_ne_varchar(@extschema@.sno, varchar) RETURNS bool
-    AS 'MODULE_PATHNAME', 'sno_ne_text' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
-CREATE FUNCTION @extschema@.sno_lt_varchar(@extschema@.sno, varchar) RETURNS bool
-    AS 'MODULE_PATHNAME', 'sno_lt_text' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
-CREATE FUNCTION @extschema@.sno_le_varchar(@extschema@.sno, varchar) RETURNS bool
-    AS 'MODULE_PATHNAME', 'sno_le_text' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
-CREATE FUNCTION @extschema@.sno_gt_varchar(@extschema@.sno, varchar) RETURNS bool
-    AS 'MODULE_PATHNAME', 'sno_gt_text' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
-CREATE FUNCTION @extschema@.sno_ge_varchar(@extschema@.sno, varchar) RETURNS bool
-    AS 'MODULE_PATHNAME', 'sno_ge_text' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
-CREATE FUNCTION @extschema@.sno_cmp_varchars(varchar, varchar) RETURNS int4
-    AS 'MODULE_PATHNAME', 'sno_cmp_texts' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
-CREATE FUNCTION @extschema@.varchar_cmp_sno(varchar, @extschema@.sno) RETURNS int4
-    AS 'MODULE_PATHNAME', 'text_cmp_sno' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
-CREATE FUNCTION @extschema@.varchar_eq_sno(varchar, @extschema@.sno) RETURNS bool
-    AS 'MODULE_PATHNAME', 'text_eq_sno' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
-CREATE FUNCTION @extschema@.varchar_ne_sno(varchar, @extschema@.sno) RETURNS bool
-    AS 'MODULE_PATHNAME', 'text_ne_sno' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
-CREATE FUNCTION @extschema@.varchar_lt_sno(varchar, @extschema@.sno) RETURNS bool
-    AS 'MODULE_PATHNAME', 'text_lt_sno' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
-CREATE FUNCTION @extschema@.varchar_le_sno(varchar, @extschema@.sno) RETURNS bool
-    AS 'MODULE_PATHNAME', 'text_le_sno' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
-CREATE FUNCTION @extschema@.varchar_gt_sno(varchar, @extschema@.sno) RETURNS bool
-    AS 'MODULE_PATHNAME', 'text_gt_sno' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
-CREATE FUNCTION @extschema@.varchar_ge_sno(varchar, @extschema@.sno) RETURNS bool
-    AS 'MODULE_PATHNAME', 'text_ge_sno' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
-CREATE OPERATOR @extschema@.= (
-    LEFTARG = @extschema@.sno, RIGHTARG = varchar, FUNCTION = @extschema@.sno_eq_varchar,
-    COMMUTATOR = OPERATOR(@extschema@.=), NEGATOR = OPERATOR(@extschema@.<>), RESTRICT = eqsel, JOIN = eqjoinsel
-);
-CREATE OPERATOR @extschema@.<> (
-    LEFTARG = @extschema@.sno, RIGHTARG = varchar, FUNCTION = @extschema@.sno_ne_varchar,
-    COMMUTATOR = OPERATOR(@extschema@.<>), NEGATOR = OPERATOR(@extschema@.=), RESTRICT = neqsel, JOIN = neqjoinsel
-);
-CREATE OPERATOR @extschema@.< (
-    LEFTARG = @extschema@.sno, RIGHTARG = varchar, FUNCTION = @extschema@.sno_lt_varchar,
-    COMMUTATOR = OPERATOR(@extschema@.>), NEGATOR = OPERATOR(@extschema@.>=), RESTRICT = scalarltsel, JOIN = scalarltjoinsel
-);
-CREATE OPERATOR @extschema@.<= (
-    LEFTARG = @extschema@.sno, RIGHTARG = varchar, FUNCTION = @extschema@.sno_le_varchar,
-    COMMUTATOR = OPERATOR(@extschema@.>=), NEGATOR = OPERATOR(@extschema@.>), RESTRICT = scalarlesel, JOIN = scalarlejoinsel
-);
-CREATE OPERATOR @extschema@.> (
-    LEFTARG = @extschema@.sno, RIGHTARG = varchar, FUNCTION = @extschema@.sno_gt_varchar,
-    COMMUTATOR = OPERATOR(@extschema@.<), NEGATOR = OPERATOR(@extschema@.<=), RESTRICT = scalargtsel, JOIN = scalargtjoinsel
-);
-CREATE OPERATOR @extschema@.>= (
-    LEFTARG = @extschema@.sno, RIGHTARG = varchar, FUNCTION = @extschema@.sno_ge_varchar,
-    COMMUTATOR = OPERATOR(@extschema@.<=), NEGATOR = OPERATOR(@extschema@.<), RESTRICT = scalargesel, JOIN = scalargejoinsel
-);
-CREATE OPERATOR @extschema@.= (
-    LEFTARG = varchar, RIGHTARG = @extschema@.sno, FUNCTION = @extschema@.varchar_eq_sno,
-    COMMUTATOR = OPERATOR(@extschema@.=), NEGATOR = OPERATOR(@extschema@.<>), RESTRICT = eqsel, JOIN = eqjoinsel
-);
-CREATE OPERATOR @extschema@.<> (
-    LEFTARG = varchar, RIGHTARG = @extschema@.sno, FUNCTION = @extschema@.varchar_ne_sno,
-    COMMUTATOR = OPERATOR(@extschema@.<>), NEGATOR = OPERATOR(@extschema@.=), RESTRICT = neqsel, JOIN = neqjoinsel
-);
-CREATE OPERATOR @extschema@.< (
-    LEFTARG = varchar, RIGHTARG = @extschema@.sno, FUNCTION = @extschema@.varchar_lt_sno,
-    COMMUTATOR = OPERATOR(@extschema@.>), NEGATOR = OPERATOR(@extschema@.>=), RESTRICT = scalarltsel, JOIN = scalarltjoinsel
-);
-CREATE OPERATOR @extschema@.<= (
-    LEFTARG = varchar, RIGHTARG = @extschema@.sno, FUNCTION = @extschema@.varchar_le_sno,
-    COMMUTATOR = OPERATOR(@extschema@.>=), NEGATOR = OPERATOR(@extschema@.>), RESTRICT = scalarlesel, JOIN = scalarlejoinsel
-);
-CREATE OPERATOR @extschema@.> (
-    LEFTARG = varchar, RIGHTARG = @extschema@.sno, FUNCTION = @extschema@.varchar_gt_sno,
-    COMMUTATOR = OPERATOR(@extschema@.<), NEGATOR = OPERATOR(@extschema@.<=), RESTRICT = scalargtsel, JOIN = scalargtjoinsel
-);
-CREATE OPERATOR @extschema@.>= (
-    LEFTARG = varchar, RIGHTARG = @extschema@.sno, FUNCTION = @extschema@.varchar_ge_sno,
-    COMMUTATOR = OPERATOR(@extschema@.<=), NEGATOR = OPERATOR(@extschema@.<), RESTRICT = scalargesel, JOIN = scalargejoinsel
-);
-ALTER OPERATOR FAMILY @extschema@.sno_ops USING btree ADD
-    OPERATOR 1 @extschema@.< (@extschema@.sno, varchar),
-    OPERATOR 2 @extschema@.<= (@extschema@.sno, varchar),
-    OPERATOR 3 @extschema@.= (@extschema@.sno, varchar),
-    OPERATOR 4 @extschema@.>= (@extschema@.sno, varchar),
-    OPERATOR 5 @extschema@.> (@extschema@.sno, varchar),
-    FUNCTION 1 @extschema@.sno_cmp_varchar(@extschema@.sno, varchar),
-    OPERATOR 1 @extschema@.< (varchar, @extschema@.sno),
-    OPERATOR 2 @extschema@.<= (varchar, @extschema@.sno),
-    OPERATOR 3 @extschema@.= (varchar, @extschema@.sno),
-    OPERATOR 4 @extschema@.>= (varchar, @extschema@.sno),
-    OPERATOR 5 @extschema@.> (varchar, @extschema@.sno),
-    FUNCTION 1 @extschema@.varchar_cmp_sno(varchar, @extschema@.sno),
-    FUNCTION 1 @extschema@.sno_cmp_varchars(varchar, varchar);
 
 -- bpchar
 CREATE FUNCTION @extschema@.sno_cmp_bpchar(@extschema@.sno, bpchar) RETURNS int4

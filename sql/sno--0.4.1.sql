@@ -226,7 +226,7 @@ GRANT EXECUTE ON FUNCTION sno_lower_bound(timestamptz), sno_upper_bound(timestam
 -- others bind text): `id = $1::varchar` and `INSERT ... VALUES ($1::varchar)` work
 -- and use the index, with no cast written by the user. The text side is read with the type's
 -- input rules: a string that is not an ID is the 22P02 input error, as '...'::sno is (so these
--- are not LEAKPROOF). varchar, char and name have operators of their own (0.4.1, below).
+-- are not LEAKPROOF). char and name have operators of their own (0.4.1, below; not varchar, see there).
 -- The (sno, text) and (text, sno) operators are members of sno's btree family: btree index
 -- scans, ORDER BY ... index scans with a text bound, = ANY($1::varchar[]), nested-loop joins
 -- on a text column by index, and range-partition pruning all use them. Not in the hash
@@ -332,111 +332,22 @@ ALTER OPERATOR FAMILY sno_ops USING btree ADD
     -- with it. No (text, text) operators: text's own depend on the collation.
     FUNCTION 1 sno_cmp_texts(text, text);
 
--- Comparisons with varchar, char and name (0.4.1) ----------------------------------------------
--- The same six comparisons, both ways, with the other string types, so that `id = $1::varchar`
--- (and char, name) resolves to an operator of sno's schema by exact match. With (sno, text)
--- alone these types needed a coercion, and an exact `=(sno, varchar)` another role made in any
--- schema of the caller's search_path, even one after sno's, won over sno's operator.
--- * varchar is binary-compatible with text: its functions name the text ones' C symbols.
+-- Comparisons with char and name (0.4.1) ------------------------------------------------------
+-- The same six comparisons, both ways, with char(n) and name, so that `id = $1::bpchar` (and
+-- name) resolves to an operator of sno's schema by exact match. With (sno, text) alone these
+-- types needed a coercion, and an exact operator another role made in any schema of the
+-- caller's search_path, even one after sno's, won over sno's operator.
+-- * Not varchar: PostgreSQL has no (varchar, varchar) operators (varchar uses text's through a
+--   binary coercion), so an operator with a varchar argument is the exact match for every
+--   `varchar_column = 'literal'` in the database, which would then read the literal as a sno ID
+--   (0.4.1's first draft did that and broke information_schema queries). `id = $1::varchar`
+--   keeps using (sno, text) through the coercion.
 -- * bpchar (char(n)): trailing spaces are padding, insignificant as in every bpchar comparison
---   (and as 0.4.0 compared them, through bpchar::text); the rest is read as text is.
--- * name: the string up to its terminating NUL, read as text is.
+--   (and as 0.4.0 compared them, through bpchar::text); the rest is read as text is. bpchar has
+--   its own (bpchar, bpchar) operators, so `char_column = 'literal'` stays theirs.
+-- * name: the string up to its terminating NUL, read as text is; (name, name) exists too.
 -- Each is in sno's btree family as text is (index scans, ORDER BY, = ANY of an array with its
 -- own (T, T) order, joins, range-partition pruning); none in the hash family; not LEAKPROOF.
-
--- varchar
-CREATE FUNCTION sno_cmp_varchar(sno, varchar) RETURNS int4
-    AS 'MODULE_PATHNAME', 'sno_cmp_text' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
-CREATE FUNCTION sno_eq_varchar(sno, varchar) RETURNS bool
-    AS 'MODULE_PATHNAME', 'sno_eq_text' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
-CREATE FUNCTION sno_ne_varchar(sno, varchar) RETURNS bool
-    AS 'MODULE_PATHNAME', 'sno_ne_text' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
-CREATE FUNCTION sno_lt_varchar(sno, varchar) RETURNS bool
-    AS 'MODULE_PATHNAME', 'sno_lt_text' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
-CREATE FUNCTION sno_le_varchar(sno, varchar) RETURNS bool
-    AS 'MODULE_PATHNAME', 'sno_le_text' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
-CREATE FUNCTION sno_gt_varchar(sno, varchar) RETURNS bool
-    AS 'MODULE_PATHNAME', 'sno_gt_text' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
-CREATE FUNCTION sno_ge_varchar(sno, varchar) RETURNS bool
-    AS 'MODULE_PATHNAME', 'sno_ge_text' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
-CREATE FUNCTION sno_cmp_varchars(varchar, varchar) RETURNS int4
-    AS 'MODULE_PATHNAME', 'sno_cmp_texts' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
-CREATE FUNCTION varchar_cmp_sno(varchar, sno) RETURNS int4
-    AS 'MODULE_PATHNAME', 'text_cmp_sno' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
-CREATE FUNCTION varchar_eq_sno(varchar, sno) RETURNS bool
-    AS 'MODULE_PATHNAME', 'text_eq_sno' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
-CREATE FUNCTION varchar_ne_sno(varchar, sno) RETURNS bool
-    AS 'MODULE_PATHNAME', 'text_ne_sno' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
-CREATE FUNCTION varchar_lt_sno(varchar, sno) RETURNS bool
-    AS 'MODULE_PATHNAME', 'text_lt_sno' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
-CREATE FUNCTION varchar_le_sno(varchar, sno) RETURNS bool
-    AS 'MODULE_PATHNAME', 'text_le_sno' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
-CREATE FUNCTION varchar_gt_sno(varchar, sno) RETURNS bool
-    AS 'MODULE_PATHNAME', 'text_gt_sno' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
-CREATE FUNCTION varchar_ge_sno(varchar, sno) RETURNS bool
-    AS 'MODULE_PATHNAME', 'text_ge_sno' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
-CREATE OPERATOR = (
-    LEFTARG = sno, RIGHTARG = varchar, FUNCTION = sno_eq_varchar,
-    COMMUTATOR = =, NEGATOR = <>, RESTRICT = eqsel, JOIN = eqjoinsel
-);
-CREATE OPERATOR <> (
-    LEFTARG = sno, RIGHTARG = varchar, FUNCTION = sno_ne_varchar,
-    COMMUTATOR = <>, NEGATOR = =, RESTRICT = neqsel, JOIN = neqjoinsel
-);
-CREATE OPERATOR < (
-    LEFTARG = sno, RIGHTARG = varchar, FUNCTION = sno_lt_varchar,
-    COMMUTATOR = >, NEGATOR = >=, RESTRICT = scalarltsel, JOIN = scalarltjoinsel
-);
-CREATE OPERATOR <= (
-    LEFTARG = sno, RIGHTARG = varchar, FUNCTION = sno_le_varchar,
-    COMMUTATOR = >=, NEGATOR = >, RESTRICT = scalarlesel, JOIN = scalarlejoinsel
-);
-CREATE OPERATOR > (
-    LEFTARG = sno, RIGHTARG = varchar, FUNCTION = sno_gt_varchar,
-    COMMUTATOR = <, NEGATOR = <=, RESTRICT = scalargtsel, JOIN = scalargtjoinsel
-);
-CREATE OPERATOR >= (
-    LEFTARG = sno, RIGHTARG = varchar, FUNCTION = sno_ge_varchar,
-    COMMUTATOR = <=, NEGATOR = <, RESTRICT = scalargesel, JOIN = scalargejoinsel
-);
-CREATE OPERATOR = (
-    LEFTARG = varchar, RIGHTARG = sno, FUNCTION = varchar_eq_sno,
-    COMMUTATOR = =, NEGATOR = <>, RESTRICT = eqsel, JOIN = eqjoinsel
-);
-CREATE OPERATOR <> (
-    LEFTARG = varchar, RIGHTARG = sno, FUNCTION = varchar_ne_sno,
-    COMMUTATOR = <>, NEGATOR = =, RESTRICT = neqsel, JOIN = neqjoinsel
-);
-CREATE OPERATOR < (
-    LEFTARG = varchar, RIGHTARG = sno, FUNCTION = varchar_lt_sno,
-    COMMUTATOR = >, NEGATOR = >=, RESTRICT = scalarltsel, JOIN = scalarltjoinsel
-);
-CREATE OPERATOR <= (
-    LEFTARG = varchar, RIGHTARG = sno, FUNCTION = varchar_le_sno,
-    COMMUTATOR = >=, NEGATOR = >, RESTRICT = scalarlesel, JOIN = scalarlejoinsel
-);
-CREATE OPERATOR > (
-    LEFTARG = varchar, RIGHTARG = sno, FUNCTION = varchar_gt_sno,
-    COMMUTATOR = <, NEGATOR = <=, RESTRICT = scalargtsel, JOIN = scalargtjoinsel
-);
-CREATE OPERATOR >= (
-    LEFTARG = varchar, RIGHTARG = sno, FUNCTION = varchar_ge_sno,
-    COMMUTATOR = <=, NEGATOR = <, RESTRICT = scalargesel, JOIN = scalargejoinsel
-);
-ALTER OPERATOR FAMILY sno_ops USING btree ADD
-    OPERATOR 1 < (sno, varchar),
-    OPERATOR 2 <= (sno, varchar),
-    OPERATOR 3 = (sno, varchar),
-    OPERATOR 4 >= (sno, varchar),
-    OPERATOR 5 > (sno, varchar),
-    FUNCTION 1 sno_cmp_varchar(sno, varchar),
-    OPERATOR 1 < (varchar, sno),
-    OPERATOR 2 <= (varchar, sno),
-    OPERATOR 3 = (varchar, sno),
-    OPERATOR 4 >= (varchar, sno),
-    OPERATOR 5 > (varchar, sno),
-    FUNCTION 1 varchar_cmp_sno(varchar, sno),
-    FUNCTION 1 sno_cmp_varchars(varchar, varchar);
 
 -- bpchar
 CREATE FUNCTION sno_cmp_bpchar(sno, bpchar) RETURNS int4
@@ -654,7 +565,7 @@ COMMENT ON FUNCTION sno_generate() IS 'a new sno ID with meta 0, unique on this 
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- src/pg/generator/monitor.rs:180
+-- src/pg/generator/monitor.rs:193
 -- sno::pg::generator::monitor::sno_current_partition
 CREATE  FUNCTION "sno_current_partition"() RETURNS INT /* i32 */
 STRICT STABLE PARALLEL SAFE
@@ -663,7 +574,7 @@ AS 'MODULE_PATHNAME', 'sno_current_partition_wrapper';
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- src/pg/generator/monitor.rs:107
+-- src/pg/generator/monitor.rs:120
 -- sno::pg::generator::monitor::sno_generator_backends
 CREATE  FUNCTION "sno_generator_backends"() RETURNS TABLE (
 	"pid" INT,  /* i32 */
@@ -684,7 +595,7 @@ AS 'MODULE_PATHNAME', 'generator_backends_wrapper';
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- src/pg/generator/monitor.rs:18
+-- src/pg/generator/monitor.rs:19
 -- sno::pg::generator::monitor::sno_generator_info
 CREATE  FUNCTION "sno_generator_info"() RETURNS TABLE (
 	"partition" INT,  /* i32 */
@@ -717,7 +628,7 @@ AS 'MODULE_PATHNAME', 'generator_info_wrapper';
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- src/pg/generator/durable.rs:331
+-- src/pg/generator/durable.rs:341
 -- sno::pg::generator::durable::sno_generator_initialize
 CREATE  FUNCTION "sno_generator_initialize"(
 	"force" bool DEFAULT false, /* bool */
@@ -735,7 +646,7 @@ AS 'MODULE_PATHNAME', 'generator_initialize_wrapper';
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- src/pg/generator/monitor.rs:140
+-- src/pg/generator/monitor.rs:153
 -- sno::pg::generator::monitor::sno_generator_lineage
 CREATE  FUNCTION "sno_generator_lineage"() RETURNS TABLE (
 	"partition" INT,  /* i32 */
@@ -750,7 +661,7 @@ AS 'MODULE_PATHNAME', 'sno_generator_lineage_wrapper';
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- src/pg/generator/monitor.rs:91
+-- src/pg/generator/monitor.rs:104
 -- sno::pg::generator::monitor::sno_generator_slice
 CREATE  FUNCTION "sno_generator_slice"() RETURNS TABLE (
 	"sequence_min" INT,  /* i32 */

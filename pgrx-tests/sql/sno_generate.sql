@@ -15,7 +15,7 @@ END $$;
 -- Labels: VOLATILE, PARALLEL SAFE; the one-argument form is STRICT.
 SELECT p.oid::regprocedure, provolatile, proisstrict, proparallel
 FROM pg_proc p WHERE proname IN ('sno_generate', 'sno_current_partition', 'sno_generator_info', 'sno_generator_backends')
-ORDER BY 1::text;
+ORDER BY p.oid::regprocedure::text COLLATE "C";
 
 -- Fields of a new ID: meta as given, this server's partition, the current time.
 SELECT sno_meta(id) AS meta, sno_partition(id) = sno_current_partition() AS own_partition,

@@ -1,4 +1,4 @@
--- Comparisons between sno and text (0.4.0), varchar, char and name (0.4.1), and the assignment
+-- Comparisons between sno and text (0.4.0, varchar through it), char and name (0.4.1), and the assignment
 -- casts text -> sno and varchar -> sno (0.4.0): what ORMs send for a string ID. Each answer is
 -- compared with the same query written with ::sno; the plans show the index (or partition
 -- pruning) in use.
@@ -161,9 +161,10 @@ ORDER BY 1, 2;
 SELECT proname, proleakproof FROM pg_proc
 WHERE proname ~ '^(sno_.*_(text|varchar|bpchar|name)s?|(text|varchar|bpchar|name)_.*_sno)$' AND proleakproof;
 
--- varchar, char(n) and name have operators of their own (0.4.1): `id = $1::varchar` resolves to
--- sno's (sno, varchar) operator by exact match, not to (sno, text) through a coercion. Every
--- operator of each, both ways, agrees with the sno-sno one.
+-- char(n) and name have operators of their own (0.4.1): `id = $1::bpchar` resolves to sno's
+-- (sno, bpchar) operator by exact match, not to (sno, text) through a coercion; varchar has
+-- none (it takes (sno, text) through its binary coercion, as every varchar comparison in
+-- PostgreSQL takes text's). Every operator of each, both ways, agrees with the sno-sno one.
 CREATE FUNCTION pg_temp.agree(t text) RETURNS TABLE (op text, pairs bigint, agree bigint) LANGUAGE plpgsql AS $$
 DECLARE o text;
 BEGIN
@@ -177,6 +178,16 @@ BEGIN
     END LOOP;
 END $$;
 SELECT t.t AS type, a.* FROM unnest(ARRAY['varchar', 'char(16)', 'char(20)', 'name']) t(t), pg_temp.agree(t.t) a;
+-- No operator of sno's has a varchar argument: PostgreSQL has no (varchar, varchar) operators,
+-- so one would be the exact match of every varchar = 'literal' in the database (and read the
+-- literal as an ID). Comparisons of the string types with literals and with each other are
+-- PostgreSQL's own, as information_schema's queries need.
+SELECT 'x'::varchar = 'CHECK' AS varchar_literal, 'CHECK' = 'x'::varchar AS literal_varchar,
+       'x'::varchar < 'CHECK' AS varchar_lt, 'x'::char(5) = 'CHECK' AS char_literal,
+       'CHECK' = 'x'::name AS literal_name, 'x'::varchar = 'x'::char(3) AS varchar_char,
+       'x'::name = 'x'::varchar AS name_varchar;
+SELECT count(*) AS check_constraints FROM information_schema.table_constraints
+WHERE table_name = 'tt' AND constraint_schema = 'public' AND constraint_type = 'CHECK';
 SELECT o.oprleft::regtype, o.oprright::regtype, count(*) AS operators,
        count(*) FILTER (WHERE o.oprnamespace = (SELECT typnamespace FROM pg_type WHERE oid = 'sno'::regtype)) AS in_sno_schema
 FROM pg_operator o WHERE 'sno'::regtype IN (o.oprleft, o.oprright) GROUP BY 1, 2 ORDER BY 1, 2;
@@ -241,15 +252,14 @@ RESET plan_cache_mode;
 SELECT (SELECT count(*) FROM tpart2 WHERE id < 'ax2ppme7ml2224ee'::char(16))
      + (SELECT count(*) FROM tpart2 WHERE id >= 'ax2ppme7ml2224ee'::name) AS both_halves;
 
--- Another role's `=(sno, varchar)` in a schema after sno's on the search_path is not chosen:
--- sno's own is the exact match, found first. (Before 0.4.1 it was: sno had only (sno, text).)
--- In a schema before sno's it is, as any operator there would be: the check can tell them apart.
+-- Another role's `=(sno, bpchar)` or `=(sno, name)` in a schema after sno's on the search_path
+-- is not chosen: sno's own is the exact match, found first. (Before 0.4.1 it was: sno had only
+-- (sno, text).) In a schema before sno's it is, as any operator there would be: the check can
+-- tell them apart. (A varchar one would be chosen, as one of (varchar, varchar) would be over
+-- text's own: the README says which schemas to trust.)
 CREATE ROLE sno_text_ops_other;
 CREATE SCHEMA other_ops AUTHORIZATION sno_text_ops_other;
 SET ROLE sno_text_ops_other;
-CREATE FUNCTION other_ops.capture(sno, varchar) RETURNS bool LANGUAGE plpgsql IMMUTABLE AS $$
-BEGIN RAISE NOTICE 'the other role''s =(sno, varchar) ran'; RETURN true; END $$;
-CREATE OPERATOR other_ops.= (LEFTARG = sno, RIGHTARG = varchar, FUNCTION = other_ops.capture);
 CREATE FUNCTION other_ops.capture(sno, bpchar) RETURNS bool LANGUAGE plpgsql IMMUTABLE AS $$
 BEGIN RAISE NOTICE 'the other role''s =(sno, bpchar) ran'; RETURN true; END $$;
 CREATE OPERATOR other_ops.= (LEFTARG = sno, RIGHTARG = bpchar, FUNCTION = other_ops.capture);
@@ -263,7 +273,7 @@ SELECT count(*) AS sno_after FROM tt WHERE id = 'ax2ppme7ml2224ee'::varchar OR i
 PREPARE capture_after(varchar) AS SELECT count(*) FROM tt WHERE id = $1;
 EXECUTE capture_after(:'id1234');
 SET search_path = other_ops, public;
-SELECT count(*) AS other_first FROM tt WHERE id = 'ax2ppme7ml2224ee'::varchar AND n = 1;
+SELECT count(*) AS other_first FROM tt WHERE id = 'ax2ppme7ml2224ee'::char(16) AND n = 1;
 RESET search_path;
 DEALLOCATE capture_after;
 DROP SCHEMA other_ops CASCADE;

@@ -144,7 +144,7 @@ FROM pg_opclass opc JOIN pg_am am ON am.oid = opc.opcmethod
 WHERE opc.opcintype = 'sno'::regtype ORDER BY 1;
 SELECT am.amname, p.amprocnum, p.amproc::regprocedure
 FROM pg_amproc p JOIN pg_opfamily f ON f.oid = p.amprocfamily JOIN pg_am am ON am.oid = f.opfmethod
-WHERE p.amproclefttype = 'sno'::regtype ORDER BY 1, 2;
+WHERE p.amproclefttype = 'sno'::regtype ORDER BY 1, 2, 3::text COLLATE "C";
 -- Function labels.
 SELECT proname, provolatile, proisstrict, proparallel, proleakproof
 FROM pg_proc WHERE pronamespace = (SELECT extnamespace FROM pg_extension WHERE extname = 'sno')

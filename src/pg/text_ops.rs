@@ -4,16 +4,16 @@
 //! `WHERE id = $1::sno` does.
 //!
 //! Three readings of the string side, each with its own functions:
-//! * `text`, and `varchar` (binary-compatible with `text`: the SQL functions declared for
-//!   `varchar` in `sql/sno_type.sql` name the same symbols as the `text` ones);
+//! * `text` (and `varchar`, which has no operators of its own in PostgreSQL: it reaches the
+//!   `text` ones through a binary coercion);
 //! * `bpchar` (`char(n)`): trailing spaces are padding, as for every `bpchar` comparison, and
 //!   as `bpchar::text` (which 0.4.0's `sno = text` compared) drops them;
 //! * `name`: a NUL-terminated string of at most `NAMEDATALEN - 1` bytes, not a varlena.
 //!
-//! Each type has operators of its own in sno's schema (0.4.1), so that `id = $1::varchar`
-//! resolves to sno's operator by exact match: an `=(sno, varchar)` another role makes in a
-//! schema later on the caller's `search_path` cannot take the comparison over (with only
-//! `(sno, text)`, its exact match beat sno's operator, which needed a coercion).
+//! `bpchar` and `name` have operators of their own in sno's schema (0.4.1), so that
+//! `id = $1::bpchar` resolves to sno's operator by exact match. `varchar` cannot: an operator
+//! with a `varchar` argument would be the exact match of every `varchar_column = 'literal'` in
+//! the database (PostgreSQL has no `(varchar, varchar)` operators), reading the literal as an ID.
 //!
 //! The string side is read with the type's own input rules ([`crate::id::encoding::parse`]): a
 //! string that is not a sno ID is the same 22P02 error as `'...'::sno`, never `false`. That is
@@ -282,7 +282,7 @@ macro_rules! pair {
 }
 
 pair!(
-    /// `sno_cmp_texts(text, text) → int` (and `sno_cmp_varchars(varchar, varchar)`): two strings
+    /// `sno_cmp_texts(text, text) → int`: two strings
     /// compared as the sno IDs they are, btree support function 1 for (text, text) in sno's
     /// family. The btree scan sorts the elements of `id = ANY($1::text[])` (and `id IN (...)`
     /// of text values) with it, in sno order. There are no (text, text) operators in the

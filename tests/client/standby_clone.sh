@@ -93,10 +93,11 @@ node_start clone2
 out="$(node_try clone2 "SELECT sno_generate(1)")"
 check "clone with the original's explicit partition refuses" \
     "$(grep -c 'this server is a copy of one that made IDs with partition 9' <<<"$out")" "1"
-grep -q "HINT:  Give this server its own sno.partition" <<<"$out" || { echo "FAIL: no hint in: $out"; fail=1; }
-q clone2 -c "ALTER SYSTEM SET sno.partition = 10" -c "SELECT pg_reload_conf()" >/dev/null
-for _ in $(seq 50); do [[ "$(q clone2 -c "SELECT sno_current_partition()")" == 10 ]] && break; sleep 0.1; done
-check "with its own partition it makes IDs" "$(q clone2 -c "SELECT sno_partition(sno_generate(1))")" "10"
+grep -q "HINT:  Give this server a sno.partition no server has used, below 61440" <<<"$out" || { echo "FAIL: no hint in: $out"; fail=1; }
+# The HINT's list: 61439 first (no server here has used it).
+q clone2 -c "ALTER SYSTEM SET sno.partition = 61439" -c "SELECT pg_reload_conf()" >/dev/null
+for _ in $(seq 50); do [[ "$(q clone2 -c "SELECT sno_current_partition()")" == 61439 ]] && break; sleep 0.1; done
+check "with its own partition it makes IDs" "$(q clone2 -c "SELECT sno_partition(sno_generate(1))")" "61439"
 
 # --- a copy whose state file cannot be written at its first start ---------------------------
 # Nothing is half-done: the copy keeps its new state in memory, makes no ID until the file is
@@ -116,13 +117,13 @@ check "force neither accepts the original's partition nor half-writes" \
     "$(grep -c 'could not write sno generator state file' <<<"$out")" "1"
 check "then: still refused with the original's partition" \
     "$(grep -c 'this server is a copy of one that made IDs with partition 9' <<<"$(g3)")" "1"
-# The HINT's first branch: its own partition.
-q clone3 -c "ALTER SYSTEM SET sno.partition = 11" -c "SELECT pg_reload_conf()" >/dev/null
+# The HINT's first branch: its own partition (the next of its list).
+q clone3 -c "ALTER SYSTEM SET sno.partition = 57343" -c "SELECT pg_reload_conf()" >/dev/null
 sleep 0.3
 out="$(g3)"
 check "own partition, state file still unwritable: no ID" "$(grep -c 'could not write sno generator state file' <<<"$out")" "1"
 grep -q "HINT:  Check the data directory's free space and permissions." <<<"$out" || { echo "FAIL: no hint in: $out"; fail=1; }
 # Following that HINT: the obstacle is in the data directory.
 rm -rf "$(node_data clone3)/sno_generator.state.tmp"
-check "then IDs with its own partition" "$(q clone3 -c "SELECT sno_partition(sno_generate(1))")" "11"
+check "then IDs with its own partition" "$(q clone3 -c "SELECT sno_partition(sno_generate(1))")" "57343"
 exit "$fail"

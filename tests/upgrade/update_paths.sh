@@ -17,8 +17,9 @@
 #      was pinned first) runs the role's ||(oid[], oid[]) as the superuser.
 #   6. ALTER EXTENSION sno UPDATE in every database: silent; none of the planted objects ran;
 #      the catalog equals a fresh CREATE EXTENSION's (tests/upgrade/catalog.sql), no member
-#      outside sno's schema; the user's view and grant are kept; sno = varchar is sno's own
-#      (sno, varchar) operator through the index, and another role's =(sno, varchar) in a
+#      outside sno's schema; the user's view and grant are kept; sno = char(16) is sno's own
+#      (sno, bpchar) operator through the index (sno = varchar stays sno = text: no operator
+#      has a varchar argument), and another role's =(sno, bpchar) in a
 #      schema later on the search_path is not chosen.
 #   7. CREATE EXTENSION sno with the planted objects present: none ran; with a zero-argument
 #      sno_generator_initialize() planted, it fails ("not unique") and runs nothing.
@@ -163,8 +164,13 @@ check "the grant on sno_generator is kept" \
     "$(q srv -c "SELECT has_table_privilege('sno_ops', 'sno_generator', 'SELECT')")" t
 check "the user's view over sno_generator works" "$(q srv -c "SELECT count(*) FROM my_generator")" 1
 plan="$(q srv -c "$idx" -c "EXPLAIN (COSTS OFF) SELECT * FROM t_main WHERE id = '$some_id'::varchar")"
-check "after the update sno = varchar is sno's (sno, varchar) operator, through the primary key" \
-    "$(grep -c "Index Cond: (id = '$some_id'::character varying)" <<<"$plan")" 1
+check "after the update sno = varchar is still sno = text (no operator has a varchar argument), through the primary key" \
+    "$(grep -c "Index Cond: (id = '$some_id'::text)" <<<"$plan")" 1
+plan="$(q srv -c "$idx" -c "EXPLAIN (COSTS OFF) SELECT * FROM t_main WHERE id = '$some_id'::char(16)")"
+check "after the update sno = char(16) is sno's (sno, bpchar) operator, through the primary key" \
+    "$(grep -cF "Index Cond: (id = '$some_id'::character(16))" <<<"$plan")" 1
+check "after the update varchar and char compared with literals are PostgreSQL's own (no sno input error)" \
+    "$(q srv -c "SELECT 'x'::varchar = 'CHECK', 'CHECK' = 'x'::varchar, 'x'::char(5) = 'CHECK', 'x'::name = 'CHECK'")" "f|f|f|f"
 check "after the update sno = varchar finds the row" \
     "$(q srv -c "SELECT id FROM t_main WHERE id = '$some_id'::varchar")" "$some_id"
 check "after the update a bad varchar is the 22P02 input error" \
@@ -173,18 +179,18 @@ check "after the update a bad varchar is the 22P02 input error" \
 check "after the update an INSERT of a sno column takes a varchar parameter" \
     "$(q srv -c "CREATE TEMP TABLE t_varchar (id sno PRIMARY KEY)" -c "PREPARE ins(varchar) AS INSERT INTO t_varchar VALUES (\$1) RETURNING id" -c "EXECUTE ins('${some_id^^}')")" \
     "$some_id"
-# Another role's =(sno, varchar) in a schema after public on the search_path: not chosen.
+# Another role's =(sno, bpchar) in a schema after public on the search_path: not chosen.
 q srv -c "CREATE SCHEMA later AUTHORIZATION intruder" || bad "schema later"
 q srv -c "SET ROLE intruder" \
-    -c "CREATE FUNCTION later.capture(sno, varchar) RETURNS bool LANGUAGE sql AS \$\$ INSERT INTO public.intruder_log (what) VALUES ('=(sno,varchar)') RETURNING true \$\$" \
-    -c "CREATE OPERATOR later.= (LEFTARG = sno, RIGHTARG = varchar, FUNCTION = later.capture)" || bad "the operator in later"
-check "with another role's =(sno, varchar) in a schema after sno's, sno = varchar is still sno's" \
-    "$(q srv -c "SET search_path = public, later" -c "SELECT count(*) FROM t_main WHERE id = '$some_id'::varchar" \
-        -c "SELECT count(*) FROM public.intruder_log WHERE what = '=(sno,varchar)'")" "1
+    -c "CREATE FUNCTION later.capture(sno, bpchar) RETURNS bool LANGUAGE sql AS \$\$ INSERT INTO public.intruder_log (what) VALUES ('=(sno,bpchar)') RETURNING true \$\$" \
+    -c "CREATE OPERATOR later.= (LEFTARG = sno, RIGHTARG = bpchar, FUNCTION = later.capture)" || bad "the operator in later"
+check "with another role's =(sno, bpchar) in a schema after sno's, sno = char(16) is still sno's" \
+    "$(q srv -c "SET search_path = public, later" -c "SELECT count(*) FROM t_main WHERE id = '$some_id'::char(16)" \
+        -c "SELECT count(*) FROM public.intruder_log WHERE what = '=(sno,bpchar)'")" "1
 0"
 check "... and the check sees that operator where it would be chosen (its schema first)" \
-    "$(q srv -c "SET search_path = later, public" -c "SELECT count(*) FROM t_main WHERE id = '$some_id'::varchar AND batch = 1" \
-        -c "SELECT count(*) > 0 FROM public.intruder_log WHERE what = '=(sno,varchar)'")" "$(q srv -c "SELECT count(*) FROM t_main WHERE batch = 1")
+    "$(q srv -c "SET search_path = later, public" -c "SELECT count(*) FROM t_main WHERE id = '$some_id'::char(16) AND batch = 1" \
+        -c "SELECT count(*) > 0 FROM public.intruder_log WHERE what = '=(sno,bpchar)'")" "$(q srv -c "SELECT count(*) FROM t_main WHERE batch = 1")
 t"
 q srv -c "DROP SCHEMA later CASCADE" >/dev/null 2>&1 || bad "dropping schema later"
 
