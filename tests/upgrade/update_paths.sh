@@ -214,17 +214,22 @@ check "beside another role's sno_generator_initialize(), CREATE EXTENSION sno fa
     "$(grep -c 'function .*sno_generator_initialize() is not unique' <<<"$out")|$(ran fresh_blocked)" "1|nothing"
 
 # --- 8. the README's query: objects other roles left in sno's schema --------------------------
+# The query as the README prints it (section "Which schema to install sno in").
+planted="$CL_WORK/planted.sql"
+awk '/^\*\*Installs updated from 0.1.0 before 0.4.1/ { f = 1 } f && /^```sql$/ { b = 1; next } b && /^```$/ { exit } b' \
+    "$root/README.md" >"$planted"
+[[ -s "$planted" ]] || bad "the README's query for planted objects was not found"
 intruders="SET search_path = pg_catalog, pg_temp;
     SELECT count(*) FROM (SELECT oid FROM pg_proc WHERE proowner = 'intruder'::regrole AND pronamespace = 'public'::regnamespace
                           UNION ALL SELECT oid FROM pg_operator WHERE oprowner = 'intruder'::regrole AND oprnamespace = 'public'::regnamespace) s"
 for v in 0.1.0 "$LAST_VERSION"; do
-    got="$(node_psql_db srv "$(db_of "$v")" -f "$here/planted.sql")"
-    check "from $v: the README's query (tests/upgrade/planted.sql) lists every function and operator intruder made in public, nothing else" \
+    got="$(node_psql_db srv "$(db_of "$v")" -f "$planted")"
+    check "from $v: the README's query, as printed, lists every function and operator intruder made in public, nothing else" \
         "$(grep -c '|intruder$' <<<"$got")|$(grep -vc '|intruder$' <<<"$got")" "$(node_psql_db srv "$(db_of "$v")" -c "$intruders")|0"
     check "from $v: ... among them the operator ||(oid[],oid[])" "$(grep -c '^operator public\.||(oid\[\],oid\[\])|intruder$' <<<"$got")" 1
 done
 check "the README's query finds nothing where no other role made anything" \
-    "$(node_psql_db srv fresh -f "$here/planted.sql" | grep -c .)" 0
+    "$(node_psql_db srv fresh -f "$planted" | grep -c .)" 0
 
 # --- 9. the data ----------------------------------------------------------------------------
 db="$(db_of "$LAST_VERSION")"
