@@ -465,6 +465,15 @@ impl State {
         }
     }
 
+    /// At a clean stop: this incarnation's timeline is exactly `me`, the high-water mark of the
+    /// live timeline ([`crate::generator::timeline::Timeline::stop`]), which covers every ID it
+    /// made and every bound it absorbed; a lease written past it is given back, so that the
+    /// restart resumes right after the last ID instead of after the lease. The entries keep
+    /// their bounds (a copy or a standby never needs less than what it was told).
+    pub fn stopped(&mut self, me: Persisted) {
+        self.me = me;
+    }
+
     /// Starts a new incarnation: what this one made becomes others'.
     fn become_new(&mut self, incarnation: u64) {
         let me = self.me;

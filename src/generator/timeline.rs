@@ -280,6 +280,51 @@ impl Timeline {
         }
     }
 
+    /// The *idle lease*, written once by the `sno lineage` worker when no unit was opened for a
+    /// while: a horizon `lead` units past the clock `now`, so that the first ID after a pause of
+    /// up to `lead` finds the durable state already covering it and does not wait for a write.
+    /// `None` when none is due or allowed:
+    /// * `lead` is 0 (turned off), or a horizon at least `lead / 2` past the clock is already on
+    ///   disk (so an idle server writes it once, then nothing until IDs move the clock's unit
+    ///   past that);
+    /// * the clock is behind the high-water mark (a flip or a wait comes first), or a new
+    ///   tick-tock state is not written yet;
+    /// * the other tick-tock timeline is used up to the clock or past it (after a flip, and
+    ///   after a restart that resumed past a lease written before a crash): a long horizon on
+    ///   this timeline now would make a second crash wait for it, since a restart could not
+    ///   flip back. Until the clock passes that mark, horizons are the short ones renewed
+    ///   under load, and a crash there costs at most their length in waiting.
+    pub fn idle_lease(&self, now: u64, lead: u64) -> Option<Persisted> {
+        let max = crate::id::layout::MAX_UNITS;
+        let allowed = lead > 0
+            && now >= self.hi
+            && now < max
+            && self.drifts == self.written_drifts
+            && self.safe < now as i64;
+        if !allowed || self.horizon >= now.saturating_add(lead / 2).min(max) {
+            return None;
+        }
+        Some(Persisted {
+            horizon: now.saturating_add(lead).min(max),
+            safe: self.safe,
+            drifts: self.drifts,
+        })
+    }
+
+    /// At a clean stop (the worker's last act at shutdown): the durable state with the horizon
+    /// at the high-water mark itself, since nothing was made past it, so that a restart with
+    /// the clock past it flips nothing. The horizon in memory is lowered to it at once: from
+    /// here on, a unit past it is opened only after another write. Under the lock, holding
+    /// the writer lock until [`Timeline::written`] records it.
+    pub fn stop(&mut self) -> Persisted {
+        self.horizon = self.horizon.min(self.hi);
+        Persisted {
+            horizon: self.hi,
+            safe: self.safe,
+            drifts: self.drifts,
+        }
+    }
+
     /// What is known durably of this timeline: the written horizon, or the high-water mark
     /// if that is later.
     pub fn durable(&self) -> Persisted {
@@ -658,6 +703,8 @@ mod tests {
     /// Horizon kept by the tests: 10 units ahead, renewed within 5 (the real ones are seconds).
     const AHEAD: u64 = 10;
     const MARGIN: u64 = 5;
+    /// The idle lease of the tests: 60 units past the clock (the real one is a minute).
+    const LEAD: u64 = 60;
 
     /// A server in the tests: its timeline and cursor (shared memory) and its state file.
     #[derive(Default)]
@@ -714,6 +761,26 @@ mod tests {
                     Grant::Write { .. } => unreachable!(),
                 }
             }
+        }
+
+        /// The worker's idle lease, written at once if one is due at `clock`. Whether it wrote.
+        fn idle(&mut self, clock: u64) -> bool {
+            match self.tl.idle_lease(clock, LEAD) {
+                Some(p) => {
+                    self.disk = Some(p);
+                    self.tl.written(p);
+                    true
+                }
+                None => false,
+            }
+        }
+
+        /// A clean shutdown: the worker's exact write, then a restart.
+        fn stop(&mut self) {
+            let p = self.tl.stop();
+            self.disk = Some(p);
+            self.tl.written(p);
+            self.crash();
         }
 
         /// A crash or restart: memory from the state file, a closed cursor.
@@ -989,6 +1056,190 @@ mod tests {
     }
 
     #[test]
+    fn a_pause_within_the_idle_lease_needs_no_write() {
+        let (mut sv, mut clock) = (Server::default(), 1000);
+        sv.take(&mut clock);
+        // The worker finds no unit opened since its last look: one lease, then nothing.
+        assert!(sv.idle(1002));
+        assert_eq!(sv.disk.map(|p| p.horizon), Some(1002 + LEAD));
+        for c in 1002..1002 + LEAD / 2 {
+            assert!(!sv.idle(c), "written again at {c}");
+        }
+        // A pause longer than the short horizon: the cursor opens without a write.
+        let writes = |sv: &Server| sv.disk;
+        let before = writes(&sv);
+        clock = 1002 + LEAD / 2;
+        assert_eq!(
+            sv.tl.advance(&sv.cursor, clock, false),
+            Grant::Open {
+                opened: true,
+                flipped: false
+            }
+        );
+        // No renewal is due either: the worker has nothing to write under load.
+        assert_eq!(sv.tl.due(AHEAD, MARGIN), None);
+        clock = 1002 + LEAD;
+        assert!(matches!(
+            sv.tl.advance(&sv.cursor, clock, false),
+            Grant::Open { opened: true, .. }
+        ));
+        assert_eq!(writes(&sv), before);
+        // Past the lease: the write, as before there were leases.
+        assert!(sv.idle(clock));
+        clock += LEAD + 1;
+        assert_eq!(
+            sv.tl.advance(&sv.cursor, clock, false),
+            Grant::Write { flipped: false }
+        );
+        // Turned off (0): never a lease.
+        assert_eq!(Server::default().tl.idle_lease(5000, 0), None);
+    }
+
+    #[test]
+    fn a_crash_within_the_idle_lease_flips_and_a_second_crash_waits_only_the_short_horizon() {
+        let (mut sv, mut clock) = (Server::default(), 1000);
+        sv.take(&mut clock);
+        assert!(sv.idle(1001));
+        // Nothing known of the IDs made under the lease: a restart within it flips at once.
+        sv.crash();
+        clock = 1005;
+        let (id, waits) = sv.take(&mut clock);
+        assert_eq!((id, waits), ((1005, 1, 0), 0));
+        assert_eq!(sv.tl.safe, (1001 + LEAD) as i64);
+        // The other timeline is used past the clock: no lease on this one until the clock
+        // passes it, so that a second crash cannot make a restart wait for a lease.
+        assert!(!sv.idle(clock));
+        assert!(!sv.idle(1001 + LEAD));
+        assert_eq!(sv.disk.map(|p| p.horizon), Some(1005 + AHEAD));
+        sv.crash();
+        let before = clock;
+        let (id, _) = sv.take(&mut clock);
+        assert_eq!(id.1, 1);
+        assert!(
+            clock - before <= AHEAD + 1,
+            "waited {} units",
+            clock - before
+        );
+        // Past the old lease, leases again.
+        clock = 1002 + LEAD;
+        sv.take(&mut clock);
+        assert!(sv.idle(clock));
+        // A regression under a lease: safe is the high-water mark (no ID was made past it),
+        // not the lease, and the flip waits for a write as it always did.
+        let (mut sv, mut clock) = (Server::default(), 1000);
+        sv.take(&mut clock);
+        assert!(sv.idle(1001));
+        clock = 1010;
+        sv.take(&mut clock);
+        assert_eq!(
+            sv.tl.advance(&sv.cursor, 1007, false),
+            Grant::Write { flipped: true }
+        );
+        assert_eq!(sv.tl.safe, 1010);
+    }
+
+    #[test]
+    fn a_clean_stop_gives_the_lease_back() {
+        let (mut sv, mut clock) = (Server::default(), 1000);
+        sv.take(&mut clock);
+        assert!(sv.idle(1001));
+        clock = 1010;
+        sv.take(&mut clock);
+        assert_eq!(sv.disk.map(|p| p.horizon), Some(1001 + LEAD));
+        // IDs made after the exact write (backends still running at a fast shutdown) need a
+        // write of their own.
+        let p = sv.tl.stop();
+        assert_eq!(
+            sv.tl.advance(&sv.cursor, 1011, false),
+            Grant::Write { flipped: false }
+        );
+        sv.disk = Some(p);
+        sv.tl.written(p);
+        assert_eq!(
+            sv.disk,
+            Some(Persisted {
+                horizon: 1010,
+                safe: -1,
+                drifts: 0
+            })
+        );
+        sv.crash();
+        clock = 1011;
+        assert_eq!(sv.take(&mut clock), ((1011, 0, 0), 0));
+        // Stopped again within the unit of its last ID: the restart waits for the next unit
+        // (at most 4 ms), never flips.
+        sv.stop();
+        assert_eq!(sv.take(&mut clock), ((1012, 0, 0), 1));
+    }
+
+    /// What happens to a server whose clock never goes back.
+    #[derive(Debug, Clone)]
+    enum Life {
+        Take(u8),
+        Forward(u64),
+        Idle,
+        Crash,
+        Stop,
+    }
+
+    fn life() -> impl Strategy<Value = Life> {
+        prop_oneof![
+            6 => (1u8..20).prop_map(Life::Take),
+            4 => (0u64..2 * LEAD).prop_map(Life::Forward),
+            2 => Just(Life::Idle),
+            1 => Just(Life::Crash),
+            1 => Just(Life::Stop),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(400))]
+
+        /// Restarts, crash loops and idle leases in any order, with a clock that never goes
+        /// back: no ID twice, no wait longer than the short horizon (plus the unit a restart
+        /// resumes in), and a restart after a clean stop never flips.
+        #[test]
+        fn crashes_and_leases_wait_at_most_the_short_horizon(
+            steps in proptest::collection::vec(life(), 1..400),
+        ) {
+            let mut sv = Server::default();
+            let mut clock: u64 = 10_000;
+            let mut seen = HashSet::new();
+            let mut stopped = false;
+            for s in steps {
+                match s {
+                    Life::Take(n) => {
+                        for _ in 0..n {
+                            let (before, drifts) = (clock, sv.tl.drifts);
+                            let (id, _) = sv.take(&mut clock);
+                            prop_assert!(seen.insert(id), "repeated {:?}", id);
+                            prop_assert!(clock - before <= AHEAD + 1, "waited {} units", clock - before);
+                            if stopped {
+                                prop_assert_eq!(sv.tl.drifts, drifts, "a clean restart flipped");
+                            }
+                            stopped = false;
+                        }
+                    }
+                    Life::Forward(d) => clock += d,
+                    Life::Idle => {
+                        sv.idle(clock);
+                    }
+                    Life::Crash => {
+                        sv.crash();
+                        stopped = false;
+                    }
+                    Life::Stop => {
+                        // Flips nothing unless the high-water mark is itself ahead of the
+                        // clock (a restart after a crash that has made no ID since).
+                        stopped = sv.tl.hi <= clock;
+                        sv.stop();
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
     fn the_last_unit_of_the_format_is_written_once_and_then_full() {
         let max = crate::id::layout::MAX_UNITS;
         let mut sv = Server::default();
@@ -1038,6 +1289,12 @@ mod tests {
         RenewSnapshot,
         RenewWrite,
         RenewCommit,
+        /// The worker takes a snapshot of the idle lease instead (written and committed by
+        /// the two steps above).
+        IdleSnapshot,
+        /// The worker's exact write at a clean stop (after a write in flight): backends may go
+        /// on after it, as at a fast shutdown, until a crash step restarts the server.
+        Stop,
         /// The server crashes (or restarts) and comes back from its state file; every backend
         /// is new and a renewal in flight is lost (or its file was written, or not).
         Crash,
@@ -1053,6 +1310,8 @@ mod tests {
             1 => Just(Step::RenewSnapshot),
             1 => Just(Step::RenewWrite),
             1 => Just(Step::RenewCommit),
+            1 => Just(Step::IdleSnapshot),
+            1 => Just(Step::Stop),
             1 => Just(Step::Crash),
         ]
     }
@@ -1101,6 +1360,23 @@ mod tests {
                         if renewal.is_none() {
                             renewal = sv.tl.due(AHEAD, MARGIN).map(|p| (p, false));
                         }
+                    }
+                    Step::IdleSnapshot => {
+                        if renewal.is_none() {
+                            renewal = sv.tl.idle_lease(clock, LEAD).map(|p| (p, false));
+                        }
+                    }
+                    Step::Stop => {
+                        // The writer lock: a write in flight finishes first.
+                        if let Some((p, written)) = renewal.take() {
+                            if !written {
+                                sv.disk = Some(p);
+                            }
+                            sv.tl.written(p);
+                        }
+                        let p = sv.tl.stop();
+                        sv.disk = Some(p);
+                        sv.tl.written(p);
                     }
                     Step::RenewWrite => {
                         if let Some((p, false)) = renewal {

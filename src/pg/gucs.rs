@@ -16,6 +16,13 @@ static PARTITION: GucSetting<i32> = GucSetting::<i32>::new(-1);
 /// that unit's start counts. Superuser-settable, per session if wanted.
 static MAX_CLOCK_WAIT_MS: GucSetting<i32> = GucSetting::<i32>::new(10_000);
 
+/// `sno.idle_horizon`: how far past the clock (s) the durable horizon is written once when the
+/// server stops making IDs (the idle lease), so that the first ID after a pause up to that
+/// long does not wait for the state file; 0 turns it off. After an unclean stop within it, the
+/// restart flips the tick-tock bit and horizons stay short until the clock passes it.
+/// Server configuration only (`SIGHUP`).
+static IDLE_HORIZON_S: GucSetting<i32> = GucSetting::<i32>::new(60);
+
 /// `sno.sequence_min` / `sno.sequence_max`: the slice of the sequence pool `sno_generate`
 /// numbers every unit from (muyo/sno's `SequenceMin`/`SequenceMax`), so that generators
 /// outside the server on the rest of the pool may share its partition. Server start only
@@ -87,6 +94,11 @@ pub fn max_clock_wait() -> core::time::Duration {
     core::time::Duration::from_millis(u64::try_from(MAX_CLOCK_WAIT_MS.get()).unwrap_or(0))
 }
 
+/// `sno.idle_horizon` in 4 ms units.
+pub fn idle_horizon_units() -> u64 {
+    u64::try_from(IDLE_HORIZON_S.get()).unwrap_or(0) * 250
+}
+
 /// Defines the settings and reserves the prefix. Called once from `_PG_init`.
 pub fn init() {
     // SAFETY: the hook is guarded and touches only atomics in shared memory.
@@ -117,6 +129,17 @@ pub fn init() {
         3_600_000,
         GucContext::Suset,
         GucFlags::UNIT_MS,
+    );
+    GucRegistry::define_int_guc(
+        c"sno.idle_horizon",
+        c"How far past the clock the generator's durable horizon is written when IDs stop being made.",
+        c"The first ID after a pause up to this long does not wait for the state file. After a \
+          crash within it, the restart flips the tick-tock bit. 0 turns it off.",
+        &IDLE_HORIZON_S,
+        0,
+        3600,
+        GucContext::Sighup,
+        GucFlags::UNIT_S,
     );
     GucRegistry::define_string_guc(
         c"sno.citus_database",

@@ -53,11 +53,19 @@ pub fn init() {
 /// [`make_durable`] must also have run for it in the backend handing the ID out: the rows holding IDs come
 /// after the record in WAL, but an ID a client reads without writing anything (`SELECT
 /// sno_generate()`) must not outlive a failover either.
-pub fn log_lineage(st: &crate::generator::lineage::State, timeline: u32) -> u64 {
+///
+/// `unimportant`: the record is marked `XLOG_MARK_UNIMPORTANT`, as PostgreSQL marks its
+/// standby snapshots: it is replayed and replicated like any other, but it is not activity
+/// that makes a checkpoint worth taking or `archive_timeout` switch segments (the idle lease,
+/// written once when IDs stop being made).
+pub fn log_lineage(st: &crate::generator::lineage::State, timeline: u32, unimportant: bool) -> u64 {
     let rec = wal_record::encode(st, timeline);
     // SAFETY: the data outlives XLogInsert, which copies it.
     unsafe {
         pg_sys::XLogBeginInsert();
+        if unimportant {
+            pg_sys::XLogSetRecordFlags(pg_sys::XLOG_MARK_UNIMPORTANT as u8);
+        }
         pg_sys::XLogRegisterData(rec.as_ptr() as *mut _, rec.len() as _);
         pg_sys::XLogInsert(RM_ID, XLOG_SNO_LINEAGE)
     }

@@ -48,9 +48,14 @@ pub extern "C-unwind" fn sno_lineage_main(_arg: pg_sys::Datum) {
         unsafe { pg_sys::MyLatch },
         core::sync::atomic::Ordering::Relaxed,
     );
+    // Units opened when the worker last looked: none opened since means the server is idle.
+    let mut opened = u64::MAX;
     loop {
-        crate::pg::generator::settle(s);
-        if !BackgroundWorker::wait_latch(Some(Duration::from_secs(1))) {
+        // Every 200 ms while an idle lease is still to be written once IDs stop (so it is
+        // written well within the short horizon), every second otherwise.
+        let soon = crate::pg::generator::settle(s, &mut opened);
+        let nap = Duration::from_millis(if soon { 200 } else { 1000 });
+        if !BackgroundWorker::wait_latch(Some(nap)) {
             break;
         }
         if BackgroundWorker::sighup_received() {
@@ -58,6 +63,11 @@ pub extern "C-unwind" fn sno_lineage_main(_arg: pg_sys::Datum) {
             unsafe { pg_sys::ProcessConfigFile(pg_sys::GucContext::PGC_SIGHUP) };
         }
     }
+    // A clean stop (or the postmaster's death): the state file gets the last unit used instead
+    // of the lease ahead of it. Safe whoever still makes IDs: the horizon in memory comes down
+    // first, so a backend going on past it writes again (a terminated worker, not a shutdown,
+    // does the same: the next write renews the lease).
+    crate::pg::generator::stop(s);
     // Exit code 1: the postmaster starts the worker again (a worker that exits with 0 is
     // unregistered), so an administrator's pg_terminate_backend does not silently turn it off.
     // At shutdown the postmaster restarts nothing.

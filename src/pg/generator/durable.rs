@@ -1,7 +1,7 @@
 //! The durable state: the lineage judged before IDs are made, the state file and WAL record
 //! written before the IDs they cover, their redo, and `sno_generator_initialize`.
 
-use super::hot::{SlowError, HORIZON_AHEAD, HORIZON_MARGIN};
+use super::hot::{self, SlowError, HORIZON_AHEAD, HORIZON_MARGIN};
 use super::wal_timeline;
 use crate::generator::citus::{Node, Source};
 use crate::generator::lineage::{Refusal, NO_GROUP};
@@ -106,19 +106,89 @@ pub(super) fn judge(
 
 /// Judges the lineage for the current configuration and WAL timeline, and writes the durable
 /// state if it changed or a renewal of the horizon is due (the background worker's job, see
-/// [`crate::pg::worker`]). Errors are logged, not raised: `sno_generate` raises them to the
-/// user.
-pub fn settle(s: &'static Shared) {
+/// [`crate::pg::worker`]). When no unit was opened since the worker's last look (`*opened`,
+/// [`Guarded::units_opened`] then), the server is idle: the worker writes the idle lease
+/// ([`crate::generator::timeline::Timeline::idle_lease`], `sno.idle_horizon` past the clock)
+/// once, so that the first ID after a pause does not wait for a write. Errors are logged, not
+/// raised: `sno_generate` raises them to the user. Returns whether no lease is on disk yet (the
+/// worker then looks again soon, so that it is written well within the short horizon).
+pub fn settle(s: &'static Shared, opened: &mut u64) -> bool {
     s.renew_wanted.store(false, Relaxed);
+    // SAFETY: reads a shared flag.
+    if unsafe { pg_sys::RecoveryInProgress() } || s.state.load(Relaxed) != shmem::STATE_READY {
+        return false;
+    }
+    let timeline = wal_timeline();
+    let lead = gucs::idle_horizon_units();
+    let idle = shmem::locked(s, |g| {
+        judge(s, g, timeline, false).ok();
+        let idle = g.units_opened == *opened;
+        *opened = g.units_opened;
+        idle
+    });
+    let plan = |g: &Guarded| {
+        if g.dirty || g.timeline.due(HORIZON_AHEAD, HORIZON_MARGIN).is_some() {
+            return Some((next_durable(&g.timeline), false));
+        }
+        // An idle server's lease is the only write it makes until IDs are made again: its WAL
+        // record does not count as activity (checkpoints and archive_timeout skip it).
+        idle.then(|| g.timeline.idle_lease(hot::clock_units(), lead))
+            .flatten()
+            .map(|p| (p, true))
+    };
+    if let Err(e) = shmem::writing(s, || write(s, timeline, plan)) {
+        pgrx::log!("sno: could not write the generator state file: {e}");
+    }
+    // No lease on disk reaching half of it past the clock: soon idle, or allowed again.
+    let now = hot::clock_units();
+    lead > 0 && shmem::locked(s, |g| g.timeline.horizon < now.saturating_add(lead / 2))
+}
+
+/// At a clean stop (the worker's exit at shutdown): the state file gets this server's exact
+/// high-water mark instead of the lease or horizon ahead of it
+/// ([`crate::generator::timeline::Timeline::stop`]), so that a restart with the clock past the
+/// last ID flips nothing. Only the file: WAL and the standbys keep the bound they have, which
+/// is never too small. Nothing is done while the lineage or a tick-tock flip waits to be
+/// written (that write is the backends'). Errors are logged.
+pub fn stop(s: &'static Shared) {
     // SAFETY: reads a shared flag.
     if unsafe { pg_sys::RecoveryInProgress() } || s.state.load(Relaxed) != shmem::STATE_READY {
         return;
     }
-    let timeline = wal_timeline();
-    shmem::locked(s, |g| judge(s, g, timeline, false).ok());
-    let wanted = |g: &Guarded| g.dirty || g.timeline.due(HORIZON_AHEAD, HORIZON_MARGIN).is_some();
-    if let Err(e) = shmem::writing(s, || write(s, timeline, wanted)) {
-        pgrx::log!("sno: could not write the generator state file: {e}");
+    let done = shmem::writing(s, || {
+        let job = shmem::locked(s, |g| {
+            let tl = &g.timeline;
+            if g.dirty || tl.drifts != tl.written_drifts || tl.horizon <= tl.hi {
+                return None;
+            }
+            let p = g.timeline.stop();
+            let mut st = g.lineage;
+            st.stopped(p);
+            Some((st, p))
+        });
+        let Some((st, p)) = job else {
+            return Ok(None);
+        };
+        crate::generator::state_file::write(
+            std::path::Path::new("."),
+            &st,
+            shmem::fsync_enabled(),
+        )?;
+        shmem::state_written(s);
+        shmem::locked(s, |g| {
+            let mut now = g.lineage;
+            now.stopped(p);
+            shmem::set_lineage(s, g, now);
+            g.timeline.written(p);
+        });
+        Ok::<_, std::io::Error>(Some(p.horizon))
+    });
+    match done {
+        Ok(Some(unit)) => pgrx::log!(
+            "sno: generator state written at shutdown: IDs resume after unit {unit}, the last one used"
+        ),
+        Ok(None) => {}
+        Err(e) => pgrx::log!("sno: could not write the generator state file at shutdown: {e}"),
     }
 }
 
@@ -143,14 +213,16 @@ pub(super) fn write_now(s: &'static Shared, timeline: u32) -> std::io::Result<()
     s.state_write_waits.fetch_add(1, Relaxed);
     shmem::writing_interruptibly(s, || {
         write(s, timeline, |g| {
-            g.dirty || !g.timeline.covers(g.timeline.hi)
+            (g.dirty || !g.timeline.covers(g.timeline.hi))
+                .then(|| (next_durable(&g.timeline), false))
         })
     })?;
     Ok(())
 }
 
-/// Writes the durable state if `wanted` says so: the state file, then its WAL record, flushed
-/// (each backend then waits for synchronous standbys to confirm it, see
+/// Writes the durable state `plan` gives, if any: the state file, then its WAL record
+/// (unimportant if the plan says so: see [`crate::pg::wal::log_lineage`]), flushed (each
+/// backend then waits for synchronous standbys to confirm it, see
 /// [`crate::pg::wal::make_durable`]). Holding the writer lock; the shard
 /// table's lock is taken twice, briefly: to see what to write, and to record it as written.
 /// So `sno_generate` goes on meanwhile on what is already on disk, and nothing the write
@@ -158,21 +230,18 @@ pub(super) fn write_now(s: &'static Shared, timeline: u32) -> std::io::Result<()
 fn write(
     s: &'static Shared,
     timeline: u32,
-    wanted: impl FnOnce(&Guarded) -> bool,
+    plan: impl FnOnce(&Guarded) -> Option<(Persisted, bool)>,
 ) -> std::io::Result<bool> {
     let job = shmem::locked(s, |g| {
-        if !wanted(g) {
-            return None;
-        }
-        let p = next_durable(&g.timeline);
-        Some((with_written(g, p), p))
+        let (p, unimportant) = plan(g)?;
+        Some((with_written(g, p), p, unimportant))
     });
-    let Some((st, p)) = job else {
+    let Some((st, p, unimportant)) = job else {
         return Ok(false);
     };
     crate::generator::state_file::write(std::path::Path::new("."), &st, shmem::fsync_enabled())?;
     shmem::state_written(s);
-    let lsn = crate::pg::wal::log_lineage(&st, timeline);
+    let lsn = crate::pg::wal::log_lineage(&st, timeline, unimportant);
     crate::pg::wal::flush(lsn);
     shmem::locked(s, |g| {
         // What changed meanwhile was not written, and stays to be written: a lineage that
@@ -426,7 +495,10 @@ pub(super) fn generator_initialize(
             Ok(did)
         })
         .and_then(|did| {
-            write(s, timeline, |g| g.dirty).map_err(SlowError::Write)?;
+            write(s, timeline, |g| {
+                g.dirty.then(|| (next_durable(&g.timeline), false))
+            })
+            .map_err(SlowError::Write)?;
             Ok(did)
         })
     });

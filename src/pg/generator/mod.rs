@@ -26,7 +26,7 @@ pub mod durable;
 pub mod hot;
 pub mod monitor;
 
-pub use durable::{replay, settle};
+pub use durable::{replay, settle, stop};
 
 use crate::pg::errors::{self, Problem};
 
