@@ -284,9 +284,9 @@ impl Timeline {
     /// while: a horizon `lead` units past the clock `now`, so that the first ID after a pause of
     /// up to `lead` finds the durable state already covering it and does not wait for a write.
     /// `None` when none is due or allowed:
-    /// * `lead` is 0 (turned off), or a horizon at least `lead / 2` past the clock is already on
-    ///   disk (so an idle server writes it once, then nothing until IDs move the clock's unit
-    ///   past that);
+    /// * `lead` is 0 (turned off), or a horizon at least `lead / 2` past the high-water mark is
+    ///   already on disk ([`Timeline::lease_wanted`]: an idle server writes it once, then
+    ///   nothing until IDs move the high-water mark that far);
     /// * the clock is behind the high-water mark (a flip or a wait comes first), or a new
     ///   tick-tock state is not written yet;
     /// * the other tick-tock timeline is used up to the clock or past it (after a flip, and
@@ -301,7 +301,7 @@ impl Timeline {
             && now < max
             && self.drifts == self.written_drifts
             && self.safe < now as i64;
-        if !allowed || self.horizon >= now.saturating_add(lead / 2).min(max) {
+        if !allowed || !self.lease_wanted(lead) {
             return None;
         }
         Some(Persisted {
@@ -309,6 +309,15 @@ impl Timeline {
             safe: self.safe,
             drifts: self.drifts,
         })
+    }
+
+    /// Whether no horizon reaching `lead / 2` past the high-water mark is on disk (the idle
+    /// lease, [`Timeline::idle_lease`], is then written once the server is idle). Measured from
+    /// the high-water mark, not the clock: an idle server's lease never comes due again until
+    /// IDs move that mark.
+    pub fn lease_wanted(&self, lead: u64) -> bool {
+        let max = crate::id::layout::MAX_UNITS;
+        lead > 0 && self.horizon < self.hi.saturating_add(lead / 2).min(max)
     }
 
     /// At a clean stop (the worker's last act at shutdown): the durable state with the horizon
@@ -1062,7 +1071,8 @@ mod tests {
         // The worker finds no unit opened since its last look: one lease, then nothing.
         assert!(sv.idle(1002));
         assert_eq!(sv.disk.map(|p| p.horizon), Some(1002 + LEAD));
-        for c in 1002..1002 + LEAD / 2 {
+        // However long the server stays idle.
+        for c in (1002..1002 + 100 * LEAD).step_by(7) {
             assert!(!sv.idle(c), "written again at {c}");
         }
         // A pause longer than the short horizon: the cursor opens without a write.

@@ -139,9 +139,8 @@ pub fn settle(s: &'static Shared, opened: &mut u64) -> bool {
     if let Err(e) = shmem::writing(s, || write(s, timeline, plan)) {
         pgrx::log!("sno: could not write the generator state file: {e}");
     }
-    // No lease on disk reaching half of it past the clock: soon idle, or allowed again.
-    let now = hot::clock_units();
-    lead > 0 && shmem::locked(s, |g| g.timeline.horizon < now.saturating_add(lead / 2))
+    // No lease on disk yet: soon idle, or allowed again.
+    shmem::locked(s, |g| g.timeline.lease_wanted(lead))
 }
 
 /// At a clean stop (the worker's exit at shutdown): the state file gets this server's exact
