@@ -67,6 +67,10 @@ SELECT name, setting, unit, context, min_val, max_val FROM pg_settings WHERE nam
 -- ALTER SYSTEM cannot run in a function, so these show psql's error output.
 ALTER SYSTEM SET sno.partition = 65536;
 ALTER SYSTEM SET sno.partition = -2;
+-- The idle lease's length is server configuration too, from 0 (off) to an hour.
+SELECT pg_temp.err('SET sno.idle_horizon = 0');
+ALTER SYSTEM SET sno.idle_horizon = '2h';
+ALTER SYSTEM SET sno.idle_horizon = -1;
 
 -- The lineage travels in WAL: sno's resource manager is registered, and the records the
 -- generator writes are in WAL, described by it.
@@ -75,9 +79,16 @@ CREATE EXTENSION IF NOT EXISTS pg_walinspect;
 SELECT pg_current_wal_flush_lsn() AS before_lsn \gset
 -- A reload of the same configuration writes nothing; initialize on a ready server neither.
 SELECT sno_generator_initialize() AS initialized_again;
--- A change of the state is written before IDs are made: a new horizon once the clock passes
--- the last one (2 s ahead), so wait for it.
-SELECT pg_sleep(2.2);
+-- A new horizon is written before IDs past the one on disk are made. To need one now: no idle
+-- lease, and the worker terminated, which gives a lease back as at a clean shutdown (the
+-- horizon comes down to the last unit used); it is started again within a second. The next
+-- ID in a new unit writes (or the restarted worker renews first).
+ALTER SYSTEM SET sno.idle_horizon = 0;
+SELECT pg_reload_conf();
+SELECT pg_sleep(0.3);
+SELECT pg_terminate_backend(pid) AS worker_terminated FROM pg_stat_activity
+WHERE backend_type = 'sno lineage';
+SELECT pg_sleep(0.3);
 -- With a transaction ID, the commit flushes WAL up to its commit record.
 SELECT count(*), txid_current() > 0 AS flushed FROM (SELECT sno_generate(1) FROM generate_series(1, 10)) s;
 SELECT resource_manager, record_type,
@@ -85,6 +96,8 @@ SELECT resource_manager, record_type,
 FROM pg_get_wal_records_info(:'before_lsn', pg_current_wal_flush_lsn())
 WHERE resource_manager = 'sno' LIMIT 1;
 DROP EXTENSION pg_walinspect;
+ALTER SYSTEM RESET sno.idle_horizon;
+SELECT pg_reload_conf();
 
 -- Initialisation is for superusers only.
 CREATE ROLE sno_plain_user;
