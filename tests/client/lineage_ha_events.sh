@@ -65,14 +65,17 @@ expect_cancel() {
 }
 
 # new_record NAME: waits until the durable horizon written before is behind the clock, so the
-# next ID needs a new lineage record (which the stalled standby cannot confirm).
+# next ID needs a new lineage record (which the stalled standby cannot confirm). Only without
+# an idle lease (p has sno.idle_horizon = 0), which would cover a pause of up to a minute.
 new_record() { sleep 3; }
 
 verbose() { node_psql "$1" -v VERBOSITY=verbose "${@:2}"; }
 
 echo "--- 1. a stalled synchronous standby"
 node_init p
-node_cmdline p shared_preload_libraries=sno max_parallel_workers_per_gather=2
+# No idle lease (sno.idle_horizon = 0): new_record's pause must leave the durable horizon behind
+# the clock, so that the next ID needs a new lineage record for the stalled standby to confirm.
+node_cmdline p shared_preload_libraries=sno max_parallel_workers_per_gather=2 sno.idle_horizon=0
 node_start p
 node_sql p "CREATE EXTENSION sno" "ALTER SYSTEM SET sno.partition = 9" "SELECT pg_reload_conf()" >/dev/null
 node_ids_table p

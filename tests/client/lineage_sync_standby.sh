@@ -16,7 +16,8 @@ source "$(dirname "${BASH_SOURCE[0]}")/cluster.bash"
 cluster_setup lineage_sync_standby "$2" "$3"
 
 node_init p
-node_cmdline p shared_preload_libraries=sno sno.partition=9 wal_writer_delay=10s
+# No idle lease (sno.idle_horizon = 0): the pause below must leave the horizon behind the clock.
+node_cmdline p shared_preload_libraries=sno sno.partition=9 wal_writer_delay=10s sno.idle_horizon=0
 node_start p
 node_sql p "CREATE EXTENSION sno" >/dev/null
 node_basebackup p s standby
@@ -25,7 +26,8 @@ node_clock s -5s
 node_start s
 node_make_sync p
 check "the standby is synchronous" "$(node_sql p "SELECT sync_state FROM pg_stat_replication")" sync
-# Past the horizon written at CREATE EXTENSION (2 s ahead), so that these IDs need a new one.
+# Past the horizon written at CREATE EXTENSION (2 s ahead, no idle lease), so that these IDs
+# need a new one.
 sleep 3
 # The client reads the IDs inside a transaction that never ends: the primary dies first, so no
 # commit (not even an asynchronous one) can flush WAL for it.
