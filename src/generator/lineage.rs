@@ -255,7 +255,7 @@ pub struct Judgment {
 }
 
 /// The per-timeline bounds (tick 0, tick 1) of a durable timeline; -1: nothing.
-pub fn ticks(p: &Persisted) -> [i64; 2] {
+pub const fn ticks(p: &Persisted) -> [i64; 2] {
     let t = (p.drifts & 1) as usize;
     let mut b = [0i64; 2];
     b[t] = p.horizon as i64;
@@ -469,9 +469,19 @@ impl State {
     /// live timeline ([`crate::generator::timeline::Timeline::stop`]), which covers every ID it
     /// made and every bound it absorbed; a lease written past it is given back, so that the
     /// restart resumes right after the last ID instead of after the lease. The entries keep
-    /// their bounds (a copy or a standby never needs less than what it was told).
+    /// their bounds: standbys have them in WAL, so the restart must know them
+    /// ([`State::written_bound`]), and a copy never needs less than what it was told.
     pub fn stopped(&mut self, me: Persisted) {
         self.me = me;
+    }
+
+    /// Every bound this incarnation wrote for itself, a lease a clean stop gave back included:
+    /// `me` and the bounds of its own entries.
+    pub fn written_bound(&self) -> Persisted {
+        self.entries()
+            .iter()
+            .filter(|e| e.mine)
+            .fold(self.me, |b, e| merge(b, e.bound))
     }
 
     /// Starts a new incarnation: what this one made becomes others'.
@@ -793,6 +803,21 @@ mod tests {
         let mut r = State::fresh(6, 1, UPGRADED, 22);
         r.replay(9, 1, &[8], p(10, -1, 0));
         assert_eq!(r.timeline, 1);
+    }
+
+    #[test]
+    fn a_clean_stop_lowers_me_but_remembers_the_lease_it_gave_back() {
+        let mut st = State::fresh(7, 1, 1, 11);
+        st.judge(1, Some(5), false, || 2).unwrap();
+        // A lease, then the exact high-water mark at a clean stop.
+        st.written(p(1060, -1, 0));
+        st.stopped(p(1000, -1, 0));
+        assert_eq!(st.me, p(1000, -1, 0));
+        assert_eq!(st.written_bound(), p(1060, -1, 0));
+        // What a copy or a standby is told of the partition never comes down.
+        let mut copy = st;
+        copy.at_start(true, 12, 3, 1);
+        assert_eq!(copy.others(5), Some(p(1060, -1, 0)));
     }
 
     #[test]

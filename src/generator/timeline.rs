@@ -138,6 +138,12 @@ pub struct Timeline {
     /// `unit << 16 | seq`, 0 for none: promised again before the frontier moves on, so that
     /// calls given up do not push everyone's turn ahead ([`Timeline::give_back`]).
     pub returned: [u64; RETURNED],
+    /// Per tick-tock bit, the highest bound any durable record gave it: the state file, and
+    /// the WAL records a crash recovery or a standby replays (which only ever raise bounds).
+    /// Not lowered by a flip (whose `safe` is the exact high-water mark) nor by a clean stop.
+    /// A long horizon is written on one timeline only once the other's is behind the clock
+    /// ([`Timeline::idle_lease`]).
+    pub durable_max: [i64; 2],
 }
 
 /// How many promises given back a timeline keeps for the next callers (more are lost like
@@ -235,6 +241,7 @@ impl Timeline {
             promised: 0,
             round: 0,
             returned: [0; RETURNED],
+            durable_max: [0, -1],
         }
     }
 
@@ -254,6 +261,7 @@ impl Timeline {
             promised: 0,
             round: 0,
             returned: [0; RETURNED],
+            durable_max: crate::generator::lineage::ticks(&p),
         }
     }
 
@@ -284,24 +292,26 @@ impl Timeline {
     /// while: a horizon `lead` units past the clock `now`, so that the first ID after a pause of
     /// up to `lead` finds the durable state already covering it and does not wait for a write.
     /// `None` when none is due or allowed:
-    /// * `lead` is 0 (turned off), or a horizon at least `lead / 2` past the high-water mark is
-    ///   already on disk ([`Timeline::lease_wanted`]: an idle server writes it once, then
-    ///   nothing until IDs move the high-water mark that far);
+    /// * `lead` is `slack` or less (turned off), or a horizon at least `lead - slack` past the
+    ///   high-water mark is already on disk ([`Timeline::lease_wanted`]: an idle server writes
+    ///   it once, then nothing until IDs move the high-water mark more than `slack`);
     /// * the clock is behind the high-water mark (a flip or a wait comes first), or a new
     ///   tick-tock state is not written yet;
-    /// * the other tick-tock timeline is used up to the clock or past it (after a flip, and
-    ///   after a restart that resumed past a lease written before a crash): a long horizon on
-    ///   this timeline now would make a second crash wait for it, since a restart could not
-    ///   flip back. Until the clock passes that mark, horizons are the short ones renewed
-    ///   under load, and a crash there costs at most their length in waiting.
-    pub fn idle_lease(&self, now: u64, lead: u64) -> Option<Persisted> {
+    /// * the other tick-tock timeline is used, or was ever written durably, up to the clock or
+    ///   past it ([`Timeline::durable_max`]: after a flip within a lease, and after a restart
+    ///   that resumed past a lease written before a crash): a long horizon on this timeline
+    ///   now would make a crash, or a standby promoted with both bounds, wait for it, since a
+    ///   restart could not flip back. Until the clock passes that mark, horizons are the short
+    ///   ones renewed under load, and a crash there costs at most their length in waiting.
+    pub fn idle_lease(&self, now: u64, lead: u64, slack: u64) -> Option<Persisted> {
         let max = crate::id::layout::MAX_UNITS;
-        let allowed = lead > 0
-            && now >= self.hi
+        let other = 1 - self.tick() as usize;
+        let allowed = now >= self.hi
             && now < max
             && self.drifts == self.written_drifts
-            && self.safe < now as i64;
-        if !allowed || !self.lease_wanted(lead) {
+            && self.safe < now as i64
+            && self.durable_max[other] < now as i64;
+        if !allowed || !self.lease_wanted(lead, slack) {
             return None;
         }
         Some(Persisted {
@@ -311,13 +321,16 @@ impl Timeline {
         })
     }
 
-    /// Whether no horizon reaching `lead / 2` past the high-water mark is on disk (the idle
-    /// lease, [`Timeline::idle_lease`], is then written once the server is idle). Measured from
-    /// the high-water mark, not the clock: an idle server's lease never comes due again until
-    /// IDs move that mark.
-    pub fn lease_wanted(&self, lead: u64) -> bool {
+    /// Whether no horizon reaching `lead - slack` past the high-water mark is on disk (the
+    /// idle lease, [`Timeline::idle_lease`], is then written once the server is idle). Measured
+    /// from the high-water mark, not the clock: an idle server's lease never comes due again
+    /// until IDs move that mark more than `slack` past where it was written. So a pause up to
+    /// `lead - slack` after any burst finds a lease covering it, and a server making IDs now
+    /// and then writes a lease at most once per `slack` of its clock. `lead <= slack`: never.
+    pub fn lease_wanted(&self, lead: u64, slack: u64) -> bool {
         let max = crate::id::layout::MAX_UNITS;
-        lead > 0 && self.horizon < self.hi.saturating_add(lead / 2).min(max)
+        let reach = lead.saturating_sub(slack);
+        reach > 0 && self.horizon < self.hi.saturating_add(reach).min(max)
     }
 
     /// At a clean stop (the worker's last act at shutdown): the durable state with the horizon
@@ -348,6 +361,22 @@ impl Timeline {
     pub fn written(&mut self, p: Persisted) {
         self.horizon = p.horizon;
         self.written_drifts = p.drifts;
+        self.note_durable(&p);
+    }
+
+    /// At start-up: what was written durably before, beyond `me` (the lineage's bound on this
+    /// incarnation's partitions, which keeps a lease a clean stop gave back: standbys still
+    /// have it in WAL).
+    pub fn recall(&mut self, written: Persisted) {
+        self.note_durable(&written);
+    }
+
+    /// Raises [`Timeline::durable_max`] to what `p` says of each tick-tock timeline.
+    fn note_durable(&mut self, p: &Persisted) {
+        let t = crate::generator::lineage::ticks(p);
+        for (m, b) in self.durable_max.iter_mut().zip(t) {
+            *m = (*m).max(b);
+        }
     }
 
     /// Makes the timeline respect `b` too: every unit within it counts as used on its
@@ -356,6 +385,7 @@ impl Timeline {
     pub fn absorb(&mut self, b: Persisted, c: &Cursor) {
         self.close(c);
         self.void_promises();
+        self.note_durable(&b);
         let t = self.tick() as usize;
         let theirs = crate::generator::lineage::ticks(&b);
         if theirs[t] >= self.hi as i64 {
@@ -721,6 +751,9 @@ mod tests {
         tl: Timeline,
         cursor: Cursor,
         disk: Option<Persisted>,
+        /// The state file's bound on this server's partitions (its lineage entries): every
+        /// bound ever written, merged; a clean stop does not lower it.
+        entry: Option<Persisted>,
         /// Times the cursor was opened on a unit.
         opened: u32,
     }
@@ -733,8 +766,17 @@ mod tests {
                 safe: self.tl.safe,
                 drifts: self.tl.drifts,
             });
-            self.disk = Some(p);
+            self.put(p);
             self.tl.written(p);
+        }
+
+        /// The state file written with `p`.
+        fn put(&mut self, p: Persisted) {
+            self.disk = Some(p);
+            self.entry = Some(
+                self.entry
+                    .map_or(p, |e| crate::generator::lineage::merge(e, p)),
+            );
         }
 
         /// The slow path: advance under the lock, writing first when told to.
@@ -774,9 +816,9 @@ mod tests {
 
         /// The worker's idle lease, written at once if one is due at `clock`. Whether it wrote.
         fn idle(&mut self, clock: u64) -> bool {
-            match self.tl.idle_lease(clock, LEAD) {
+            match self.tl.idle_lease(clock, LEAD, AHEAD) {
                 Some(p) => {
-                    self.disk = Some(p);
+                    self.put(p);
                     self.tl.written(p);
                     true
                 }
@@ -803,6 +845,9 @@ mod tests {
                 Some(p) => Timeline::restore(p, slice),
                 None => Timeline::new(slice),
             };
+            if let Some(e) = self.entry {
+                self.tl.recall(e);
+            }
             self.cursor = Cursor::new(slice);
         }
 
@@ -1102,7 +1147,7 @@ mod tests {
             Grant::Write { flipped: false }
         );
         // Turned off (0): never a lease.
-        assert_eq!(Server::default().tl.idle_lease(5000, 0), None);
+        assert_eq!(Server::default().tl.idle_lease(5000, AHEAD, AHEAD), None);
     }
 
     #[test]
@@ -1182,71 +1227,171 @@ mod tests {
         assert_eq!(sv.take(&mut clock), ((1012, 0, 0), 1));
     }
 
-    /// What happens to a server whose clock never goes back.
+    /// What happens to a server: IDs, its clock, its worker's idle lease, crashes, clean
+    /// stops, and failovers to a standby.
     #[derive(Debug, Clone)]
     enum Life {
         Take(u8),
         Forward(u64),
+        Back(u64),
         Idle,
+        /// A crash: the state file, then crash recovery replays the WAL records written since
+        /// the last clean stop (its shutdown checkpoint), raising bounds, and writes the file.
         Crash,
+        /// A clean stop (the exact write, no WAL record) and a restart.
         Stop,
+        /// A failover: a standby that replayed every record ever written takes over.
+        Failover,
     }
 
     fn life() -> impl Strategy<Value = Life> {
         prop_oneof![
             6 => (1u8..20).prop_map(Life::Take),
             4 => (0u64..2 * LEAD).prop_map(Life::Forward),
-            2 => Just(Life::Idle),
+            1 => (1u64..2 * LEAD).prop_map(Life::Back),
+            3 => Just(Life::Idle),
             1 => Just(Life::Crash),
             1 => Just(Life::Stop),
+            1 => Just(Life::Failover),
         ]
     }
 
-    proptest! {
-        #![proptest_config(ProptestConfig::with_cases(400))]
+    /// The bound that covers every one of `records`, over `first`.
+    fn merged(first: Option<Persisted>, records: &[Persisted]) -> Option<Persisted> {
+        records.iter().fold(first, |acc, r| {
+            Some(acc.map_or(*r, |a| crate::generator::lineage::merge(a, *r)))
+        })
+    }
 
-        /// Restarts, crash loops and idle leases in any order, with a clock that never goes
-        /// back: no ID twice, no wait longer than the short horizon (plus the unit a restart
-        /// resumes in), and a restart after a clean stop never flips.
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(1000))]
+
+        /// Restarts, crash loops, failovers, clock steps and idle leases in any order: no ID
+        /// twice; after a crash or a failover, with the clock past every unit used and every
+        /// reading it had before (not set back), the first ID waits at most the short horizon
+        /// (plus the unit a restart resumes in), where a lease written on both tick-tock
+        /// timelines would make it wait for the lease; and a restart after a clean stop, with
+        /// the clock past the last ID and not set back, never flips.
         #[test]
-        fn crashes_and_leases_wait_at_most_the_short_horizon(
-            steps in proptest::collection::vec(life(), 1..400),
+        fn crashes_failovers_and_leases_wait_at_most_the_short_horizon(
+            steps in proptest::collection::vec(life(), 1..300),
         ) {
             let mut sv = Server::default();
             let mut clock: u64 = 10_000;
             let mut seen = HashSet::new();
-            let mut stopped = false;
+            // WAL records since the last clean stop, and every record ever written.
+            let (mut wal, mut all): (Vec<Persisted>, Vec<Persisted>) = (Vec::new(), Vec::new());
+            let mut logged = None;
+            let (mut used, mut latest) = (0u64, clock);
+            let (mut restarted, mut no_flip) = (false, false);
             for s in steps {
+                latest = latest.max(clock);
                 match s {
                     Life::Take(n) => {
                         for _ in 0..n {
                             let (before, drifts) = (clock, sv.tl.drifts);
+                            // A clock behind a reading it had before (set back, while the server
+                            // ran or was down) makes a clock regression: its wait is the step's.
+                            let bounded = restarted && clock > used && clock >= latest;
                             let (id, _) = sv.take(&mut clock);
                             prop_assert!(seen.insert(id), "repeated {:?}", id);
-                            prop_assert!(clock - before <= AHEAD + 1, "waited {} units", clock - before);
-                            if stopped {
+                            used = used.max(id.0);
+                            if bounded {
+                                prop_assert!(clock - before <= AHEAD + 1,
+                                    "waited {} units after a restart", clock - before);
+                            }
+                            if no_flip {
                                 prop_assert_eq!(sv.tl.drifts, drifts, "a clean restart flipped");
                             }
-                            stopped = false;
+                            (restarted, no_flip) = (false, false);
+                            if sv.disk != logged {
+                                logged = sv.disk;
+                                wal.extend(sv.disk);
+                                all.extend(sv.disk);
+                            }
                         }
                     }
                     Life::Forward(d) => clock += d,
+                    Life::Back(d) => {
+                        clock -= d;
+                        no_flip = false;
+                    }
                     Life::Idle => {
-                        sv.idle(clock);
+                        if sv.idle(clock) {
+                            logged = sv.disk;
+                            wal.extend(sv.disk);
+                            all.extend(sv.disk);
+                        }
                     }
                     Life::Crash => {
                         sv.crash();
-                        stopped = false;
+                        for r in &wal {
+                            sv.tl.absorb(*r, &sv.cursor);
+                        }
+                        sv.disk = merged(sv.disk, &wal);
+                        sv.entry = merged(sv.entry, &wal);
+                        logged = sv.disk;
+                        (restarted, no_flip) = (true, false);
                     }
                     Life::Stop => {
                         // Flips nothing unless the high-water mark is itself ahead of the
-                        // clock (a restart after a crash that has made no ID since).
-                        stopped = sv.tl.hi <= clock;
+                        // clock (a restart after a crash or a failover that made no ID since).
+                        no_flip = sv.tl.hi < clock;
                         sv.stop();
+                        logged = sv.disk;
+                        wal.clear();
+                        restarted = false;
+                    }
+                    Life::Failover => {
+                        let mut st = Server::default();
+                        for r in &all {
+                            st.tl.absorb(*r, &st.cursor);
+                        }
+                        st.disk = merged(None, &all);
+                        st.entry = st.disk;
+                        sv = st;
+                        logged = sv.disk;
+                        wal = all.clone();
+                        (restarted, no_flip) = (true, false);
                     }
                 }
             }
         }
+    }
+
+    #[test]
+    fn no_lease_on_one_timeline_while_the_other_has_one_on_disk() {
+        let (mut sv, mut clock) = (Server::default(), 1000);
+        sv.take(&mut clock);
+        assert!(sv.idle(1001));
+        let lease = sv.disk.unwrap();
+        // A step back of one unit flips; the flip's safe mark is the last unit used, but the
+        // state file and WAL said up to the lease on the old timeline.
+        clock = 999;
+        sv.take(&mut clock);
+        assert_eq!(sv.tl.safe, 1000);
+        clock = 1005;
+        sv.take(&mut clock);
+        assert!(!sv.idle(clock), "a lease on both timelines");
+        // A crash, its recovery replaying the lease: the wait is the short horizon's.
+        sv.crash();
+        sv.tl.absorb(lease, &sv.cursor);
+        let before = clock;
+        sv.take(&mut clock);
+        assert!(
+            clock - before <= AHEAD + 1,
+            "waited {} units",
+            clock - before
+        );
+        // The clean stop's file, and the restart, keep the lease of the old timeline (absorbed
+        // by the crash recovery): no lease on this one before the clock passes it.
+        sv.stop();
+        assert_eq!(sv.disk.map(|p| p.safe), Some(lease.horizon as i64));
+        assert!(!sv.idle(lease.horizon - 1));
+        // Past it, leases again.
+        clock = lease.horizon + 1;
+        sv.take(&mut clock);
+        assert!(sv.idle(clock));
     }
 
     #[test]
@@ -1373,14 +1518,14 @@ mod tests {
                     }
                     Step::IdleSnapshot => {
                         if renewal.is_none() {
-                            renewal = sv.tl.idle_lease(clock, LEAD).map(|p| (p, false));
+                            renewal = sv.tl.idle_lease(clock, LEAD, AHEAD).map(|p| (p, false));
                         }
                     }
                     Step::Stop => {
                         // The writer lock: a write in flight finishes first.
                         if let Some((p, written)) = renewal.take() {
                             if !written {
-                                sv.disk = Some(p);
+                                sv.put(p);
                             }
                             sv.tl.written(p);
                         }
@@ -1390,7 +1535,7 @@ mod tests {
                     }
                     Step::RenewWrite => {
                         if let Some((p, false)) = renewal {
-                            sv.disk = Some(p);
+                            sv.put(p);
                             renewal = Some((p, true));
                         }
                     }
@@ -1435,7 +1580,7 @@ mod tests {
                                         // The writer lock: a renewal in flight finishes first.
                                         if let Some((p, written)) = renewal.take() {
                                             if !written {
-                                                sv.disk = Some(p);
+                                                sv.put(p);
                                             }
                                             sv.tl.written(p);
                                         }

@@ -213,6 +213,11 @@ pub fn slots(s: &'static Shared) -> &'static [Slot] {
     }
 }
 
+/// Units the cursor was opened on since start-up ([`Guarded::units_opened`]).
+pub fn units_opened(s: &'static Shared) -> u64 {
+    locked(s, |g| g.units_opened)
+}
+
 /// Runs `f` on the guarded state under the LWLock. An error raised inside `f` (by
 /// PostgreSQL's WAL insertion) releases the lock through the transaction abort.
 /// What `f` noted for the server log ([`errors::log_later`]) is written after the lock is
@@ -507,6 +512,7 @@ fn restore_state(s: &mut Shared) {
             // SAFETY: the postmaster, before any other process exists.
             let g = unsafe { &mut *s.guarded.get() };
             g.timeline = Timeline::restore(st.me, g.timeline.slice);
+            g.timeline.recall(st.written_bound());
             set_lineage(s, g, st);
             s.state.store(STATE_READY, Ordering::Relaxed);
             if changed {

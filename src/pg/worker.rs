@@ -48,8 +48,9 @@ pub extern "C-unwind" fn sno_lineage_main(_arg: pg_sys::Datum) {
         unsafe { pg_sys::MyLatch },
         core::sync::atomic::Ordering::Relaxed,
     );
-    // Units opened when the worker last looked: none opened since means the server is idle.
-    let mut opened = u64::MAX;
+    // Units opened when the worker last looked: none opened since means the server is idle
+    // (at start too, so that the lease is written before the first ID if none comes at once).
+    let mut opened = shmem::units_opened(s);
     loop {
         // Every 200 ms while an idle lease is still to be written once IDs stop (so it is
         // written well within the short horizon), every second otherwise.

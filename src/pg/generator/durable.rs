@@ -127,20 +127,29 @@ pub fn settle(s: &'static Shared, opened: &mut u64) -> bool {
         idle
     });
     let plan = |g: &Guarded| {
-        if g.dirty || g.timeline.due(HORIZON_AHEAD, HORIZON_MARGIN).is_some() {
-            return Some((next_durable(&g.timeline), false));
+        let now = hot::clock_units();
+        let tl = &g.timeline;
+        if g.dirty {
+            return Some((next_durable(tl), false));
         }
         // An idle server's lease is the only write it makes until IDs are made again: its WAL
         // record does not count as activity (checkpoints and archive_timeout skip it).
-        idle.then(|| g.timeline.idle_lease(hot::clock_units(), lead))
+        if let Some(p) = idle
+            .then(|| tl.idle_lease(now, lead, HORIZON_AHEAD))
             .flatten()
-            .map(|p| (p, true))
+        {
+            return Some((p, true));
+        }
+        // A renewal ahead of IDs being made; none for a timeline the clock is behind (the
+        // next ID flips or waits: after a crash within a lease, this one is given up).
+        (tl.due(HORIZON_AHEAD, HORIZON_MARGIN).is_some() && now >= tl.hi)
+            .then(|| (next_durable(tl), false))
     };
     if let Err(e) = shmem::writing(s, || write(s, timeline, plan)) {
         pgrx::log!("sno: could not write the generator state file: {e}");
     }
     // No lease on disk yet: soon idle, or allowed again.
-    shmem::locked(s, |g| g.timeline.lease_wanted(lead))
+    shmem::locked(s, |g| g.timeline.lease_wanted(lead, HORIZON_AHEAD))
 }
 
 /// At a clean stop (the worker's exit at shutdown): the state file gets this server's exact
@@ -453,6 +462,7 @@ pub(super) fn generator_initialize(
                     g.timeline.close(&s.hot.cursor);
                     shmem::new_epoch(s);
                     let mut tl = Timeline::restore(file.me, g.timeline.slice);
+                    tl.recall(file.written_bound());
                     // Promises of the timeline replaced are not kept (absorb voids this round).
                     tl.round = g.timeline.round;
                     tl.absorb(g.timeline.durable(), &s.hot.cursor);
