@@ -127,9 +127,15 @@ harness_cleanup() {
             tail -n 12 "$CL_WORK/$n/log"
         done
     fi
+    local pm
     for n in "${CL_NODES[@]}"; do
-        [[ -f "$CL_WORK/$n/data/postmaster.pid" ]] &&
-            { as_pg "${CL_BIN[$n]}/pg_ctl" -D "$CL_WORK/$n/data" -m immediate -w stop >/dev/null 2>&1 || true; }
+        [[ -f "$CL_WORK/$n/data/postmaster.pid" ]] || continue
+        # A node a test stopped with SIGSTOP (lineage_ha_events.sh's stalled standby) and left
+        # so by a failure would ignore the immediate stop and outlive the test: continued first.
+        pm="$(head -1 "$CL_WORK/$n/data/postmaster.pid")"
+        # shellcheck disable=SC2046 # a list of pids
+        [[ "$pm" =~ ^[0-9]+$ ]] && { kill -CONT "$pm" $(pgrep -P "$pm" | xargs) 2>/dev/null || true; }
+        as_pg "${CL_BIN[$n]}/pg_ctl" -D "$CL_WORK/$n/data" -m immediate -w stop >/dev/null 2>&1 || true
     done
     for s in "${CL_STOP_ALSO[@]}"; do
         [[ -f "${s#*|}/postmaster.pid" ]] &&
