@@ -177,8 +177,10 @@ psql -c "ALTER SYSTEM RESET sno.max_clock_wait" -c "SELECT pg_reload_conf()" >/d
 node_stop s
 
 # --- 3. a client generator on the other slice of the same partition -----------------------
-# A new server: a restart would resume on tick-tock bit 1 (past the horizon of the last
-# run), and the client makes IDs on bit 0, as muyo/sno does while its clock runs forward.
+# A new server, surely on tick-tock bit 0: a restart resumes on bit 1 after a crash within the
+# last run's horizon or idle lease, or with the clock behind its last IDs (a clean stop right
+# after them no longer flips), and the client makes IDs on bit 0, as muyo/sno does while its
+# clock runs forward.
 node_drop s
 node_new s
 node_clock_mode s none
