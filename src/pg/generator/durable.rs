@@ -177,12 +177,7 @@ pub fn stop(s: &'static Shared) {
         let Some((st, p)) = job else {
             return Ok(None);
         };
-        crate::generator::state_file::write(
-            std::path::Path::new("."),
-            &st,
-            shmem::fsync_enabled(),
-        )?;
-        shmem::state_written(s);
+        put_file(s, &st)?;
         shmem::locked(s, |g| {
             let mut now = g.lineage;
             now.stopped(p);
@@ -247,8 +242,7 @@ fn write(
     let Some((st, p, unimportant)) = job else {
         return Ok(false);
     };
-    crate::generator::state_file::write(std::path::Path::new("."), &st, shmem::fsync_enabled())?;
-    shmem::state_written(s);
+    put_file(s, &st)?;
     let lsn = crate::pg::wal::log_lineage(&st, timeline, unimportant);
     crate::pg::wal::flush(lsn);
     shmem::locked(s, |g| {
@@ -307,12 +301,7 @@ pub fn replay(s: &'static Shared, rec: &crate::generator::state_file::Record) {
             // SAFETY: plain read of a startup-process global.
             let archive = unsafe { pg_sys::ArchiveRecoveryRequested };
             if status == shmem::STATE_READY || (status == shmem::STATE_MISSING && archive) {
-                crate::generator::state_file::write(
-                    std::path::Path::new("."),
-                    &st,
-                    shmem::fsync_enabled(),
-                )?;
-                shmem::state_written(s);
+                put_file(s, &st)?;
                 s.state.store(shmem::STATE_READY, Relaxed);
             }
             shmem::set_lineage(s, g, st);
@@ -515,6 +504,13 @@ pub(super) fn generator_initialize(
         Ok(did) => did,
         Err(e) => raise_slow(s, e),
     }
+}
+
+/// Writes `st` to the state file (flushed as PostgreSQL's `fsync` setting says) and notes it.
+fn put_file(s: &Shared, st: &crate::generator::lineage::State) -> std::io::Result<()> {
+    crate::generator::state_file::write(std::path::Path::new("."), st, shmem::fsync_enabled())?;
+    shmem::state_written(s);
+    Ok(())
 }
 
 /// The state file could not be written: no ID is made past the recorded horizon.
