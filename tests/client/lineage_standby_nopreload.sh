@@ -33,7 +33,10 @@ run() {
     local v="$1" p="${1}_p" s="${1}_s" mark log hint t0 ms
     echo "--- $v"
     node_init "$p"
-    node_cmdline "$p" shared_preload_libraries=sno
+    # No idle lease: its record, written when the IDs below stop, could come after the base
+    # backup starts (the standby without sno could not even start), and it would cover the IDs
+    # made later, which must write the records that stop the standby's replay.
+    node_cmdline "$p" shared_preload_libraries=sno sno.idle_horizon=0
     node_start "$p"
     node_sql "$p" "CREATE EXTENSION sno"
     node_ids_table "$p"
