@@ -144,6 +144,20 @@ node_basebackup() {
     return 0
 }
 
+# node_wait_lease NAME: waits (5 s at most) until NAME's worker has written its idle lease (the
+# durable horizon 30 s or more past the clock), so that the record comes before whatever
+# follows (a base backup whose copy starts without sno, say), not in the middle of it.
+node_wait_lease() {
+    local i
+    for i in $(seq 50); do
+        [[ "$(node_sql "$1" "SELECT horizon > now() + interval '30 s' FROM sno_generator")" == t ]] && return 0
+        sleep 0.1
+    done
+    echo "FAIL: $1: no idle lease on disk after 5 s"
+    fail=1
+    return 1
+}
+
 # node_backup SOURCE BACKUP: a base backup of SOURCE kept aside (for node_restore).
 node_backup() {
     as_pg "${CL_BIN[$1]}/pg_basebackup" -h "$CL_WORK" -p "${CL_PORT[$1]}" -U postgres \

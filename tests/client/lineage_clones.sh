@@ -44,6 +44,9 @@ node_gen p derived 3000
 pd="$(node_partition p)"
 
 echo "--- c0: first start without sno, original with a derived partition ($pd)"
+# The idle lease's record before the backup starts: the copy, without sno, can replay nothing
+# of sno's (its first start shows that it is one).
+node_wait_lease p
 node_basebackup p c0
 node_start c0
 check "c0: its first start (without sno) consumed the backup_label" \
