@@ -34,10 +34,11 @@ drop_dbs() {
 }
 trap drop_dbs EXIT
 
-# The server log: the file a backend's standard error goes to.
-pid="$(psql -d postgres -Atc "SELECT pg_backend_pid()")"
-log="$(readlink -f "/proc/$pid/fd/2" 2>/dev/null || true)"
-[[ -f "$log" && -r "$log" ]] || die "cannot find the server log (standard error of backend $pid is '${log:-unreadable}': start the server with pg_ctl -l, run this as root)"
+# The server log: the file the postmaster's standard error goes to (the postmaster, not a
+# backend: a backend's /proc entry goes away as soon as its psql exits, which raced this read).
+pid="$(head -n 1 "$(psql -d postgres -Atc "SHOW data_directory")/postmaster.pid" 2>/dev/null || true)"
+log="$(readlink -f "/proc/${pid:-0}/fd/2" 2>/dev/null || true)"
+[[ -f "$log" && -r "$log" ]] || die "cannot find the server log (standard error of postmaster ${pid:-?} is '${log:-unreadable}': start the server with pg_ctl -l, run this as root)"
 offset="$(stat -c %s "$log")"
 
 for db in "${dbs[@]}"; do
