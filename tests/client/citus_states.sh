@@ -34,7 +34,7 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../citus/citus.bash"
 citus_test_setup citus_states "$@"
 fail=0
-README="$SNO_ROOT/README.md"
+README="$SNO_ROOT/doc/citus.md"
 
 # readme_sql MARKER: the first ```sql block after the README line that starts with MARKER.
 readme_sql() {

@@ -48,7 +48,7 @@ fi
 # shellcheck source=cluster.bash
 source "$(dirname "${BASH_SOURCE[0]}")/cluster.bash"
 SNO_ROOT="${SNO_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
-README="${SNO_README:-$SNO_ROOT/README.md}"
+README="${SNO_README:-$SNO_ROOT/doc/high-availability.md}"
 command -v pg_autoctl >/dev/null ||
     { echo "FAIL: pg_autoctl is not installed (Debian package postgresql-15-auto-failover)"; exit 1; }
 cluster_setup ha_auto_failover "$2" "$3"

@@ -62,7 +62,7 @@ done
 # shellcheck source=cluster.bash
 source "$(dirname "${BASH_SOURCE[0]}")/cluster.bash"
 SNO_ROOT="${SNO_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
-README="${SNO_README:-$SNO_ROOT/README.md}"
+README="${SNO_README:-$SNO_ROOT/doc/high-availability.md}"
 cluster_setup ha_patroni "$2" "$3"
 T0=$SECONDS
 

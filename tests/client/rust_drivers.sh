@@ -120,9 +120,9 @@ if [[ ! -x "$cli/bin/diesel" ]]; then
 fi
 cfg="$(mktemp)"
 awk '/^```toml$/ { b = 1; s = ""; next } b && /^```$/ { b = 0; if (s ~ /^\[print_schema\]/) { printf "%s", s; exit } next }
-     b { s = s $0 "\n" }' "$root/README.md" >"$cfg"
+     b { s = s $0 "\n" }' "$root/doc/orms.md" >"$cfg"
 want="$(awk '$0 == "<!-- orm-rust: diesel-schema -->" { f = 1; next } f && /^```rust$/ { b = 1; next }
-             b && /^```$/ { exit } b' "$root/README.md")"
+             b && /^```$/ { exit } b' "$root/doc/orms.md")"
 got="$("$cli/bin/diesel" print-schema --config-file "$cfg" \
     --database-url "postgresql:///sno_rust_orm_diesel?host=$host&port=$port&user=postgres" 2>&1 || true)"
 rm -f "$cfg"

@@ -217,7 +217,7 @@ check "beside another role's sno_generator_initialize(), CREATE EXTENSION sno fa
 # The query as the README prints it (section "Which schema to install sno in").
 planted="$CL_WORK/planted.sql"
 awk '/^\*\*Installs updated from 0.1.0 before 0.4.1/ { f = 1 } f && /^```sql$/ { b = 1; next } b && /^```$/ { exit } b' \
-    "$root/README.md" >"$planted"
+    "$root/doc/install.md" >"$planted"
 [[ -s "$planted" ]] || bad "the README's query for planted objects was not found"
 intruders="SET search_path = pg_catalog, pg_temp;
     SELECT count(*) FROM (SELECT oid FROM pg_proc WHERE proowner = 'intruder'::regrole AND pronamespace = 'public'::regnamespace

@@ -37,9 +37,9 @@ def recipes():
 
 
 def check_docs():
-    """Every recipe block is in README.md word for word; returns (passed, failed)."""
+    """Every recipe block is in doc/drivers.md word for word; returns (passed, failed)."""
     docs = []
-    for path in (os.path.join(ROOT, "README.md"),):
+    for path in (os.path.join(ROOT, "doc", "drivers.md"),):
         if os.path.exists(path):
             with open(path) as f:
                 docs.append((os.path.relpath(path, ROOT), normalize(f.read())))
@@ -56,7 +56,7 @@ def check_docs():
             print(f"ok: recipe {name} ({file}) is word for word in {where[0]}")
             passed += 1
         else:
-            print(f"FAIL: recipe {name} ({file}) is not word for word in README.md")
+            print(f"FAIL: recipe {name} ({file}) is not word for word in doc/drivers.md")
             failed += 1
     if not seen:
         print("FAIL: no recipe blocks found in the test files")

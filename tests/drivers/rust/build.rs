@@ -24,9 +24,9 @@ const WRAPPED: &[(&str, &str, &str)] = &[
 ];
 
 fn main() {
-    let readme = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../README.md");
+    let readme = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../doc/orms.md");
     println!("cargo:rerun-if-changed={}", readme.display());
-    let text = fs::read_to_string(&readme).expect("README.md");
+    let text = fs::read_to_string(&readme).expect("doc/orms.md");
     let out = env::var("OUT_DIR").unwrap();
     let mut found = Vec::new();
     let mut lines = text.lines();
@@ -40,7 +40,7 @@ fn main() {
         assert_eq!(
             lines.next(),
             Some("```rust"),
-            "README: no ```rust block after {line}"
+            "doc/orms.md: no ```rust block after {line}"
         );
         let block: Vec<&str> = lines.by_ref().take_while(|l| *l != "```").collect();
         let mut code = block.join("\n") + "\n";
@@ -59,7 +59,7 @@ fn main() {
     ] {
         assert!(
             found.iter().any(|n| n == name),
-            "README: no <!-- orm-rust: {name} --> block"
+            "doc/orms.md: no <!-- orm-rust: {name} --> block"
         );
     }
 }

@@ -32,12 +32,12 @@ export const BAD_IDS = ['brpk4q72xwf2m63', 'brpk4q72xwf2m63z', 'brpk4q72xwf2m63!
 export const ID_RE = /^[2-9a-x]{16}$/
 
 export function readmeBlocks () {
-  const text = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8')
+  const text = fs.readFileSync(path.join(ROOT, 'doc', 'orms.md'), 'utf8')
   const m = text.match(/<!-- orm-section:node -->\n([\s\S]*?)<!-- \/orm-section:node -->/)
-  if (!m) throw new Error('README.md has no <!-- orm-section:node --> section')
+  if (!m) throw new Error('doc/orms.md has no <!-- orm-section:node --> section')
   const blocks = {}
   for (const b of m[1].matchAll(/<!-- orm-node: ([\w-]+) -->\n```(\w+)\n([\s\S]*?)```\n/g)) {
-    if (blocks[b[1]]) throw new Error(`README: two blocks named ${b[1]}`)
+    if (blocks[b[1]]) throw new Error(`doc/orms.md: two blocks named ${b[1]}`)
     blocks[b[1]] = { lang: b[2], code: b[3] }
   }
   return blocks
@@ -46,8 +46,8 @@ const BLOCKS = readmeBlocks()
 
 export function block (name, lang) {
   const b = BLOCKS[name]
-  if (!b) throw new Error(`README.md has no block <!-- orm-node: ${name} --> (it has ${Object.keys(BLOCKS).sort()})`)
-  if (lang && b.lang !== lang) throw new Error(`README block ${name} is \`\`\`${b.lang}, not ${lang}`)
+  if (!b) throw new Error(`doc/orms.md has no block <!-- orm-node: ${name} --> (it has ${Object.keys(BLOCKS).sort()})`)
+  if (lang && b.lang !== lang) throw new Error(`doc/orms.md block ${name} is \`\`\`${b.lang}, not ${lang}`)
   return b.code
 }
 

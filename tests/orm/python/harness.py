@@ -4,7 +4,7 @@ A case is a function (plain or async) registered with @case("what it shows"); it
 returns and fails with its first exception, reported with its line in the test file; each prints
 an ok:/FAIL: line like tests/client/lib.bash's check.
 
-The README's blocks: every ```python block in README.md between <!-- orm-section:python --> and
+The README's blocks: every ```python block in doc/orms.md between <!-- orm-section:python --> and
 <!-- /orm-section:python --> that follows a line <!-- orm-python: NAME --> is block NAME. The tests
 run those blocks as they are printed (written to files and imported or run, or executed), never
 a copy of them.
@@ -46,15 +46,15 @@ def case(name):
 
 def readme_blocks():
     """{NAME: code} of the README's Python ORM section."""
-    with open(os.path.join(ROOT, "README.md")) as f:
+    with open(os.path.join(ROOT, "doc", "orms.md")) as f:
         text = f.read()
     m = re.search(r"<!-- orm-section:python -->\n(.*?)<!-- /orm-section:python -->", text, re.S)
     if not m:
-        raise AssertionError("README.md has no <!-- orm-section:python --> section")
+        raise AssertionError("doc/orms.md has no <!-- orm-section:python --> section")
     blocks = {}
     for b in re.finditer(r"<!-- orm-python: ([\w-]+) -->\n```python\n(.*?)```\n", m.group(1), re.S):
         if b.group(1) in blocks:
-            raise AssertionError(f"README: two blocks named {b.group(1)}")
+            raise AssertionError(f"doc/orms.md: two blocks named {b.group(1)}")
         blocks[b.group(1)] = b.group(2)
     return blocks
 
@@ -64,7 +64,7 @@ BLOCKS = readme_blocks()
 
 def block(name):
     if name not in BLOCKS:
-        raise AssertionError(f"README.md has no block <!-- orm-python: {name} --> (it has {sorted(BLOCKS)})")
+        raise AssertionError(f"doc/orms.md has no block <!-- orm-python: {name} --> (it has {sorted(BLOCKS)})")
     return BLOCKS[name]
 
 

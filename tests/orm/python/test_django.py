@@ -63,7 +63,7 @@ def django_readme():
     assert want in migration, f"the migration has no {want!r}:\n{migration}"
     check_schema(db, "shop_order", "shop_item")
     ns = {"__name__": "readme_django"}
-    exec(compile(block("django-usage"), "README.md:django-usage", "exec"), ns)
+    exec(compile(block("django-usage"), "doc/orms.md:django-usage", "exec"), ns)
     order = ns["order"]
     check_generated(db, order.id)
     ids = [i.id for i in ns["items"]]
@@ -248,5 +248,5 @@ def django_existing():
 
 
 def block_text():
-    with open(os.path.join(harness.ROOT, "README.md")) as f:
+    with open(os.path.join(harness.ROOT, "doc", "orms.md")) as f:
         return f.read()

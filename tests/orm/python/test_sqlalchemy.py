@@ -120,7 +120,7 @@ def readme_sync():
     db = new_database("sa_readme")
     os.environ["DATABASE_URL"] = url(db, "psycopg")
     ns = {"__name__": "readme_sync"}
-    exec(compile(block("sqlalchemy-sync"), "README.md:sqlalchemy-sync", "exec"), ns)
+    exec(compile(block("sqlalchemy-sync"), "doc/orms.md:sqlalchemy-sync", "exec"), ns)
     ns["engine"].dispose()
     check_schema(db, "orders", "items")
     order = ns["order"]
@@ -468,7 +468,7 @@ def helpers():
 
     db = new_database("helpers")
     ns = {}
-    exec(compile(block("helpers"), "README.md:helpers", "exec"), ns)
+    exec(compile(block("helpers"), "doc/orms.md:helpers", "exec"), ns)
     t = ns["sno_time"]("brpk4q72xwf2m63l")
     assert t == datetime(2031, 5, 8, 23, 3, 34, 976000, tzinfo=timezone.utc), t
     assert (sno_pg.sno_meta("brpk4q72xwf2m63l"), sno_pg.sno_partition("BRPK4Q72XWF2M63L")) == (255, 39434)
