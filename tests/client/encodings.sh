@@ -13,7 +13,7 @@
 # PostgreSQL 15 only (the messages do not depend on the major). About 2 s.
 #
 # Usage: encodings.sh SOCKET_DIR PORT BINDIR   (run by .ci/test against a live cluster; the
-# server log is found through the backend's standard error, so the cluster must log to a file,
+# server log is found through the postmaster's standard error, so the cluster must log to a file,
 # as pg_ctl -l does, and this script must be able to read /proc of the server: run as root)
 set -euo pipefail
 if [[ -n "${SNO_PG_MAJOR:-}" && "$SNO_PG_MAJOR" != 15 ]]; then

@@ -1,0 +1,133 @@
+#!/usr/bin/env python3
+"""The documentation's own checks: README.md and the manual in doc/.
+
+    python3 tests/docs/check.py          # check; exit 1 and say what is wrong
+    python3 tests/docs/check.py --fix    # rewrite each page's contents list from its headings
+
+Checked:
+- every relative link of README.md and doc/*.md names a file of the repository, and its
+  #anchor a heading of that file (GitHub's anchors: lower case, punctuation dropped, spaces to
+  hyphens, -1, -2 ... for repeats);
+- every page of doc/ (but its index, doc/README.md) has a contents list, between
+  <!-- contents --> and <!-- /contents -->, that is exactly its ## and ### headings, linked;
+- the manual's index (doc/README.md) and README.md link every page of doc/;
+- README.md is the front door: at most 400 lines;
+- no fenced block is left open, and every ```mermaid block starts with a diagram type.
+"""
+import os
+import re
+import sys
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+README_MAX_LINES = 400
+MERMAID_TYPES = ("flowchart", "graph", "sequenceDiagram", "gitGraph", "stateDiagram", "block-beta", "packet-beta")
+
+
+def slug(text):
+    text = re.sub(r"`|\*\*|<[^>]+>", "", text).strip().lower()
+    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", text)
+    text = re.sub(r"[^\w\- ]", "", text)
+    return text.replace(" ", "-")
+
+
+def blocks_and_headings(path):
+    """([(level, title, anchor)], [problems]) of a Markdown file, code blocks skipped."""
+    heads, problems, seen = [], [], {}
+    fence = None
+    lines = open(path, encoding="utf-8").read().split("\n")
+    for i, line in enumerate(lines, 1):
+        m = re.match(r"^(```+|~~~+)(.*)$", line)
+        if m:
+            if fence is None:
+                fence = (m.group(1), m.group(2).strip(), i)
+                if fence[1] == "mermaid":
+                    first = next((l.strip() for l in lines[i:] if l.strip()), "")
+                    if not first.startswith(MERMAID_TYPES):
+                        problems.append(f"{path}:{i}: a mermaid block that starts with {first!r}")
+            elif line.strip() == fence[0]:
+                fence = None
+            continue
+        if fence is None:
+            h = re.match(r"^(#{1,6}) (.*)$", line)
+            if h:
+                base = slug(h.group(2))
+                n = seen.get(base, 0)
+                seen[base] = n + 1
+                heads.append((len(h.group(1)), h.group(2).strip(), base if n == 0 else f"{base}-{n}"))
+    if fence is not None:
+        problems.append(f"{path}:{fence[2]}: a fenced block that is never closed")
+    return heads, problems
+
+
+def strip_code(text):
+    """The text without fenced blocks and inline code (links there are not links)."""
+    text = re.sub(r"^(```+|~~~+).*?^\1[ \t]*$", "", text, flags=re.S | re.M)
+    return re.sub(r"`[^`\n]*`", "", text)
+
+
+def contents(heads):
+    out = []
+    for level, title, anchor in heads:
+        if level in (2, 3):
+            out.append(f"{'  ' * (level - 2)}- [{title}](#{anchor})")
+    return "\n".join(out)
+
+
+def main():
+    fix = "--fix" in sys.argv[1:]
+    problems = []
+    doc = os.path.join(ROOT, "doc")
+    pages = sorted(f for f in os.listdir(doc) if f.endswith(".md"))
+    files = [os.path.join(ROOT, "README.md")] + [os.path.join(doc, f) for f in pages]
+    anchors = {}
+    for path in files:
+        heads, probs = blocks_and_headings(path)
+        problems += probs
+        anchors[os.path.realpath(path)] = {a for _, _, a in heads}
+        rel = os.path.relpath(path, ROOT)
+        if rel.startswith("doc/") and rel != "doc/README.md":
+            text = open(path, encoding="utf-8").read()
+            m = re.search(r"<!-- contents -->\n(.*?)\n?<!-- /contents -->", text, re.S)
+            want = contents(heads)
+            if not m:
+                problems.append(f"{rel}: no contents list (<!-- contents --> ... <!-- /contents -->)")
+            elif m.group(1).strip() != want:
+                if fix:
+                    text = text[: m.start(1)] + want + "\n" + text[m.end(1):]
+                    open(path, "w", encoding="utf-8").write(text)
+                    print(f"rewrote the contents list of {rel}")
+                else:
+                    problems.append(f"{rel}: the contents list is not its headings (python3 tests/docs/check.py --fix)")
+    for path in files:
+        rel = os.path.relpath(path, ROOT)
+        text = strip_code(open(path, encoding="utf-8").read())
+        for target in re.findall(r"\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)", text):
+            if re.match(r"^[a-z]+:", target):
+                continue
+            file_part, _, anchor = target.partition("#")
+            dest = os.path.realpath(os.path.join(os.path.dirname(path), file_part)) if file_part else os.path.realpath(path)
+            if not os.path.exists(dest):
+                problems.append(f"{rel}: a link to {target}: no such file")
+            elif anchor and dest.endswith(".md"):
+                if dest not in anchors:
+                    anchors[dest] = {a for _, _, a in blocks_and_headings(dest)[0]}
+                if anchor not in anchors[dest]:
+                    problems.append(f"{rel}: a link to {target}: no such heading")
+        if rel in ("README.md", "doc/README.md"):
+            for page in pages:
+                if page == "README.md":
+                    continue
+                link = page if rel == "doc/README.md" else f"doc/{page}"
+                if not re.search(r"\]\(" + re.escape(link) + r"(#[^)]*)?\)", text):
+                    problems.append(f"{rel}: no link to {link}")
+    n = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read().count("\n")
+    if n > README_MAX_LINES:
+        problems.append(f"README.md: {n} lines, more than {README_MAX_LINES} (move the detail to doc/)")
+    for p in problems:
+        print("FAIL:", p)
+    print(f"{'FAILED' if problems else 'ok'}: {len(files)} files, README.md {n} lines, {len(problems)} problems")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
