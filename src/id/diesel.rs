@@ -4,7 +4,7 @@
 //!   "sno"))]`): Diesel looks its OID up once per connection, as it must, since the type's OID
 //!   differs from database to database. It is the name `diesel print-schema` gives the
 //!   extension's type, so a `table!` says `id -> Sno` with `sno::id::diesel::sql_types::Sno`
-//!   imported (see `import_types` in the README), or names it in full.
+//!   imported (see `import_types` in doc/orms.md), or names it in full.
 //! * [`Sno`] (the value) is its Rust type: `ToSql`/`FromSql` in binary, the 10 raw bytes that
 //!   `sno_send`/`sno_recv` write and read (a value of any other length is an error, never a
 //!   panic nor a truncation), and `AsExpression`/`FromSqlRow`, so a struct field `id: Sno`
