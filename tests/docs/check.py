@@ -93,7 +93,7 @@ def main():
                 problems.append(f"{rel}: no contents list (<!-- contents --> ... <!-- /contents -->)")
             elif m.group(1).strip() != want:
                 if fix:
-                    text = text[: m.start(1)] + want + "\n" + text[m.end(1):]
+                    text = text[: m.start()] + "<!-- contents -->\n" + want + "\n<!-- /contents -->" + text[m.end():]
                     open(path, "w", encoding="utf-8").write(text)
                     print(f"rewrote the contents list of {rel}")
                 else:
