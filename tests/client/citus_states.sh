@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # shellcheck source-path=SCRIPTDIR
 # sno on Citus 13.2.2 (PostgreSQL 15 only): how a node gets its partition, the bad states and
-# their HINTs followed as printed, and the README's Citus snippets run as printed.
+# their HINTs followed as printed, and the manual's Citus snippets run as printed.
 #   1. A server that made IDs with its derived partition before it had Citus (sno created before
 #      citus) is refused once citus is created and it is no node yet; the HINT's
 #      citus_set_coordinator_host is run as printed: it becomes the coordinator, group 0,
@@ -9,7 +9,7 @@
 #   2. A worker with citus only: the coordinator adds it; sno, created on the coordinator before
 #      citus, comes to it with the first distributed table of a sno column (after
 #      citus_add_node); its partition is its group's. A node added later (5.) gets sno at once.
-#   3. The README's query on the coordinator: every node, its partition and source; two nodes
+#   3. The manual's query on the coordinator: every node, its partition and source; two nodes
 #      configured with one explicit partition are flagged, and no longer once one is changed.
 #   4. A copy of the worker started beside it (pg_basebackup, no standby.signal): refused; one
 #      copy follows the HINT's sno.partition branch, another (after the worker is stopped for
@@ -17,7 +17,7 @@
 #      in the worker's place.
 #   5. A node whose Citus group is past 4095 (the group sequence moved on): refused; the HINT's
 #      sno.partition branch followed.
-#   6. The README's time-partitioned distributed table; a sno_time query through the
+#   6. The manual's time-partitioned distributed table; a sno_time query through the
 #      coordinator carries each bound once.
 #   7. A second database with Citus (not activated) on the worker c2: a role's monitoring
 #      calls there change nothing; sno_generate there is refused (the databases disagree), its
@@ -81,17 +81,17 @@ node_ids_table w1
 node_gen w1 worker 2000
 check "the worker: partition and source" "$(citus_generator w1)" "$g1|citus group $g1"
 
-# --- 3. the README's query: every node, and two nodes with one explicit partition ---------------
+# --- 3. the manual's query: every node, and two nodes with one explicit partition ---------------
 
 nodes_sql="$(readme_sql '**Checking the whole cluster.**')"
-[[ -n "$nodes_sql" ]] || bad "the README's query over every node was not found"
+[[ -n "$nodes_sql" ]] || bad "the manual's query over every node was not found"
 nodes() { node_psql co -At -F'|' -c "$nodes_sql" | cut -d'|' -f3-6; }
-check "the README's query: every node's partition, source, generations left, not shared" "$(nodes)" \
+check "the manual's query: every node's partition, source, generations left, not shared" "$(nodes)" \
     "0|citus group 0|15|f
 $g1|citus group $g1|15|f"
 groups_left="$(grep -o 'SELECT 4095 - last_value AS groups_left FROM$' "$README" >/dev/null &&
     node_sql co "SELECT 4095 - last_value AS groups_left FROM pg_dist_groupid_seq")"
-check "the README's groups_left: groups 2 to 4095 remain" "$groups_left" 4094
+check "the manual's groups_left: groups 2 to 4095 remain" "$groups_left" 4094
 node_alter w1 sno.partition 0
 node_reload w1 sno.partition 0
 check "two nodes with partition 0 are flagged" "$(nodes)" \
@@ -153,7 +153,7 @@ check "group 5000 makes IDs with its own sno.partition" "$(ledger_partitions big
 # --- 6. time partitioning, and the bounds in shard queries ---------------------------------------
 
 node_psql co -v ON_ERROR_STOP=1 -q -c "$(readme_sql '**Time partitioning.**')" >/dev/null ||
-    bad "the README's time-partitioned distributed table"
+    bad "the manual's time-partitioned distributed table"
 # Rows are routed by the time in their ID (fixed times: the test must not depend on the date).
 node_sql co "INSERT INTO events (id, payload) VALUES (sno_from_parts('2026-12-15 00:00:00+00', 4, 0, 1, 0), '{}')" >/dev/null
 check "an ID of December 2026 is routed to events_2026_12" \

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # shellcheck source-path=SCRIPTDIR
 # sno under pg_auto_failover 2.0 (Debian's postgresql-15-auto-failover; PostgreSQL 15 only): a
-# monitor and two data nodes set up with the README's commands ("### pg_auto_failover", run as
+# monitor and two data nodes set up with the manual's commands ("### pg_auto_failover", run as
 # printed: only paths, host names, ports and node names are substituted), in each of the three
-# topologies of the README's HA table, each on a fresh monitor and pair:
+# topologies of the manual's HA table, each on a fresh monitor and pair:
 #   derived   no sno.partition; pg_auto_failover's default (synchronous) replication;
 #   per_node  sno.partition 1 and 2 in a file beside each data directory, included by the
 #             postgresql.conf that pg_basebackup and pg_rewind copy between the nodes;
@@ -23,7 +23,7 @@
 # `pg_autoctl run` started again: it rejoins, trying pg_rewind first) and switched over
 # (`pg_autoctl perform switchover`), twice each. After each round: `pg_autoctl show state --json`
 # shows the other node as primary and the old one back as secondary, pg_is_in_recovery() says so,
-# the README's sno_generator query gives each node the expected partition, and the replication
+# the manual's sno_generator query gives each node the expected partition, and the replication
 # is the topology's again (synchronous: ANY 1 (pgautofailover_standby_N); asynchronous: none).
 # At the end of each topology: no sno message reached a client (the clients' stderr holds
 # connection errors only); derived and per_node: no ID twice among every ID any client was given
@@ -76,7 +76,7 @@ MONITOR_SETTINGS=(
     "pgautofailover.startup_grace_period = 1000"
 )
 
-# --- the README's commands ---------------------------------------------------------------------
+# --- the manual's commands ---------------------------------------------------------------------
 
 # readme_block MARKER: the first fenced block after the README line that is exactly MARKER.
 readme_block() {
@@ -127,7 +127,7 @@ paf() {
     # shellcheck disable=SC2046 # the environment's words
     as_pg env $(paf_env "$n") pg_autoctl "$@"
 }
-# paf_sh NODE SCRIPT: a README snippet run by bash in NODE's environment, with the README's paths,
+# paf_sh NODE SCRIPT: a README snippet run by bash in NODE's environment, with the manual's paths,
 # host names, ports and node name replaced by the test's; its `pg_autoctl run` lines are left out
 # (paf_run starts it, in the background).
 paf_sh() {
@@ -143,7 +143,7 @@ paf_sh() {
     echo "\$ $s" | sed 's/^/    /' >>"$CL_WORK/commands"
     # shellcheck disable=SC2046 # the environment's words
     as_pg env $(paf_env "$n") bash -euc "cd; $s" >>"$(node_log "$n")" 2>&1 ||
-        { tail -n 30 "$(node_log "$n")"; die "$n: the README's commands failed: $s"; }
+        { tail -n 30 "$(node_log "$n")"; die "$n: the manual's commands failed: $s"; }
 }
 # paf_pidfile NODE: pg_autoctl's pid file (under XDG_RUNTIME_DIR).
 paf_pidfile() { echo "$CL_WORK/$1/run/pg_autoctl$CL_WORK/$1/data/pg_autoctl.pid"; }
@@ -333,9 +333,9 @@ N2=""
 URI=""
 ROUND=0
 SHARED_PARTITION="$(readme_block "<!-- autofailover:shared -->" | sed -n 's/^ALTER SYSTEM SET sno.partition = \([0-9]*\);$/\1/p')"
-[[ -n "$SHARED_PARTITION" ]] || die "the README's shared partition was not found"
+[[ -n "$SHARED_PARTITION" ]] || die "the manual's shared partition was not found"
 
-# expect_partitions: the README's sno_generator query on both nodes gives what the topology says.
+# expect_partitions: the manual's sno_generator query on both nodes gives what the topology says.
 expect_partitions() {
     local n got want
     for n in "$N1" "$N2"; do
@@ -367,7 +367,7 @@ poll_sql() {
 # term NODE: NODE's WAL timeline (the primary's term is NODE/tliN).
 term() { echo "tli$(node_sql "$1" "SELECT $TLI_SQL")"; }
 
-# per_node_file NODE: the README's per-node file, beside NODE's data directory, with its partition.
+# per_node_file NODE: the manual's per-node file, beside NODE's data directory, with its partition.
 per_node_file() {
     readme_block "<!-- autofailover:per-node-file -->" | sed "s/^sno.partition = 1$/sno.partition = ${PART[$1]}/" |
         as_pg tee "$CL_WORK/$1/sno-node.conf" >/dev/null
@@ -378,7 +378,7 @@ setup() {
     TOPO="$1"
     MON="${TOPO}_mon" N1="${TOPO}_1" N2="${TOPO}_2"
     ROUND=0
-    echo "--- $TOPO: a monitor and two nodes, with the README's commands"
+    echo "--- $TOPO: a monitor and two nodes, with the manual's commands"
     : >"$CL_WORK/commands"
     local t0=$SECONDS n
     paf_new "$MON"

@@ -2,7 +2,7 @@
 # shellcheck source-path=SCRIPTDIR
 # Patroni 3.0 with etcd (PostgreSQL 15 only): three PostgreSQL nodes run by Patroni, one etcd,
 # synchronous_mode, use_pg_rewind (and a new base backup if a rewind fails), with the README's
-# patroni.yml ("### Patroni") as printed. For each topology of the README's HA table, a new
+# patroni.yml ("### Patroni") as printed. For each topology of the manual's HA table, a new
 # cluster (a scope of its own in the one etcd):
 #   derived   no sno.partition: each node derives its own, a promoted node draws a new one;
 #   per_node  sno.partition 1, 2, 3 in each node's own patroni.yml (postgresql.parameters, the
@@ -22,7 +22,7 @@
 # out of recovery, the old one is a streaming replica again, synchronous replication is back
 # and Patroni has recorded the synchronous standby in the DCS (before that, Patroni would
 # promote no one if the leader failed: the next event waits for it), and each node's
-# sno_generator (the README's query) shows the partition its topology gives it.
+# sno_generator (the manual's query) shows the partition its topology gives it.
 # At the end: no ID twice among every ID any client was given (per topology and over the whole
 # run), no acknowledged row missing on the final leader, no message from sno in any client's
 # stderr (connection errors during a failover are expected), no duplicate-key error, IDs from
@@ -30,7 +30,7 @@
 # (derived: each partition one node's in one leadership term; per_node: each node's IDs its
 # own; shared: the shared one).
 #
-# How the README's configuration is used: each node's Patroni reads a configuration directory
+# How the manual's configuration is used: each node's Patroni reads a configuration directory
 # (Patroni merges the *.yml files of a directory in name order): 10-readme.yml is the README's
 # patroni.yml as printed, 20-topology.yml the topology's snippet as printed (per_node: its
 # "sno.partition: 1" made the node's number), 30-test.yml what differs on this machine:
@@ -82,12 +82,12 @@ README_PER_NODE="$(readme_block '<!-- patroni:per-node -->' yaml)"
 README_SHARED="$(readme_block '<!-- patroni:shared -->' yaml)"
 README_CHECK="$(readme_block '<!-- patroni:check -->' sql)"
 [[ -n "$README_CONFIG" && -n "$README_PER_NODE" && -n "$README_SHARED" && -n "$README_CHECK" ]] ||
-    die "the README's Patroni snippets were not found in $README"
-grep -q '^ *shared_preload_libraries: sno$' <<<"$README_CONFIG" || die "the README's patroni.yml does not preload sno"
-grep -q '^ *synchronous_mode: true$' <<<"$README_CONFIG" || die "the README's patroni.yml has no synchronous_mode: true"
-grep -q '^ *use_pg_rewind: true$' <<<"$README_CONFIG" || die "the README's patroni.yml has no use_pg_rewind: true"
-grep -q '^    sno.partition: 1$' <<<"$README_PER_NODE" || die "the README's per-node snippet has no 'sno.partition: 1'"
-grep -q "^        sno.partition: $SHARED\$" <<<"$README_SHARED" || die "the README's shared snippet has no 'sno.partition: $SHARED'"
+    die "the manual's Patroni snippets were not found in $README"
+grep -q '^ *shared_preload_libraries: sno$' <<<"$README_CONFIG" || die "the manual's patroni.yml does not preload sno"
+grep -q '^ *synchronous_mode: true$' <<<"$README_CONFIG" || die "the manual's patroni.yml has no synchronous_mode: true"
+grep -q '^ *use_pg_rewind: true$' <<<"$README_CONFIG" || die "the manual's patroni.yml has no use_pg_rewind: true"
+grep -q '^    sno.partition: 1$' <<<"$README_PER_NODE" || die "the manual's per-node snippet has no 'sno.partition: 1'"
+grep -q "^        sno.partition: $SHARED\$" <<<"$README_SHARED" || die "the manual's shared snippet has no 'sno.partition: $SHARED'"
 
 # --- processes: etcd, Patroni, clients -----------------------------------------------------------
 
@@ -346,7 +346,7 @@ client() {
 }
 
 # clients_start TOPOLOGY NODE...: two inserting and two reading clients through the nodes, by
-# their Unix sockets (the README's TCP URI names the same servers; thousands of TCP connections
+# their Unix sockets (the manual's TCP URI names the same servers; thousands of TCP connections
 # would take local ports from the range this test's servers listen in).
 clients_start() {
     local topo="$1" hosts="" ports="" n c uri
@@ -433,7 +433,7 @@ trap on_exit EXIT
 
 # --- checks --------------------------------------------------------------------------------------
 
-# check_partitions TOPOLOGY WHEN NODE...: the README's sno_generator query on every node gives
+# check_partitions TOPOLOGY WHEN NODE...: the manual's sno_generator query on every node gives
 # the partition the topology gives it, with its source, and state ready.
 check_partitions() {
     local topo="$1" when="$2" n k=0 got want all="" parts=()
@@ -584,7 +584,7 @@ run_topology() {
     check "$topo: no acknowledged row is missing on the final leader" \
         "$(ledger_sql "SELECT count(*) FROM acked_$topo a WHERE NOT EXISTS (SELECT FROM rows_$topo r WHERE r.id = a.id)")" 0
     if [[ "$topo" == shared ]]; then
-        # The README's way to set a shared partition on a running cluster.
+        # The manual's way to set a shared partition on a running cluster.
         ctl "$leader" edit-config "sno-$topo" --pg "sno.partition=$SHARED_LATER" --force >"$CL_WORK/edit.out" 2>&1 ||
             { cat "$CL_WORK/edit.out"; bad "patronictl edit-config --pg sno.partition=$SHARED_LATER"; }
         for _ in $(seq 100); do

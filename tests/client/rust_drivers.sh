@@ -4,7 +4,7 @@
 # builds and runs the separate cargo project tests/drivers/rust (tests/drivers.rs there says
 # what each driver must do) with SNO_TEST_DSN set to a fresh database with the extension.
 # On PostgreSQL 15 only (SNO_PG_MAJOR unset or 15: the ORM tier), also its `diesel` and
-# `sea-orm` features through the ORMs (tests/orm.rs there: the README's snippets, the six
+# `sea-orm` features through the ORMs (tests/orm.rs there: the manual's snippets, the six
 # checks, bad IDs), each in a fresh database of its own.
 #
 # The project's build goes to target/drivers-rust (SNO_DRIVERS_TARGET_DIR to change), so it is
@@ -79,7 +79,7 @@ t0=$SECONDS
 rc=0
 RUST_BACKTRACE=0 cargo test --manifest-path "$root/tests/drivers/rust/Cargo.toml" --test orm >"$log" 2>&1 || rc=$?
 orm_fail=0
-six="the README's schema and queries; insert and the generated id back, find by id, ORDER BY id and id > x, the relation, sno_time(id) in raw SQL, 1,000 rows in bulk"
+six="the manual's schema and queries; insert and the generated id back, find by id, ORDER BY id and id > x, the relation, sno_time(id) in raw SQL, 1,000 rows in bulk"
 plain="plain strings compared with and assigned to sno columns (needs sno 0.4.0)"
 while read -r _ name _ result; do
     case "$name" in
@@ -110,7 +110,7 @@ if ((orm_fail)) || [[ "$rc $n" != "0 3" ]]; then
     fi
 fi
 
-# Diesel's introspection: `diesel print-schema` with the README's diesel.toml prints the README's
+# Diesel's introspection: `diesel print-schema` with the manual's diesel.toml prints the README's
 # schema.rs, byte for byte. diesel_cli is installed once (about 1.5 minutes) under SNO_WORK.
 cli="${SNO_WORK:-/tmp/sno-work}/diesel-cli-2.3.14"
 if [[ ! -x "$cli/bin/diesel" ]]; then
@@ -126,7 +126,7 @@ want="$(awk '$0 == "<!-- orm-rust: diesel-schema -->" { f = 1; next } f && /^```
 got="$("$cli/bin/diesel" print-schema --config-file "$cfg" \
     --database-url "postgresql:///sno_rust_orm_diesel?host=$host&port=$port&user=postgres" 2>&1 || true)"
 rm -f "$cfg"
-check "diesel print-schema 2.3.14 with the README's diesel.toml prints the README's schema.rs" \
+check "diesel print-schema 2.3.14 with the manual's diesel.toml prints the manual's schema.rs" \
     "$([[ -n "$want" && "$got" == "$want" ]] && echo same || printf 'different:\n%s\n' "$got")" "same"
 echo "(rust_drivers, ORMs: $((SECONDS - t0)) s including the build)"
 for orm in diesel sea_orm; do

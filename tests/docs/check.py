@@ -10,7 +10,8 @@ Checked:
   hyphens, -1, -2 ... for repeats);
 - every page of doc/ (but its index, doc/README.md) has a contents list, between
   <!-- contents --> and <!-- /contents -->, that is exactly its ## and ### headings, linked;
-- the manual's index (doc/README.md) and README.md link every page of doc/;
+- the manual's index (doc/README.md) and README.md link every page of doc/, and the README's
+  table of the manual is the index's; the README's ## Contents list is its ## headings;
 - README.md is the front door: at most 400 lines;
 - no fenced block is left open, and every ```mermaid block starts with a diagram type.
 """
@@ -120,7 +121,21 @@ def main():
                 link = page if rel == "doc/README.md" else f"doc/{page}"
                 if not re.search(r"\]\(" + re.escape(link) + r"(#[^)]*)?\)", text):
                     problems.append(f"{rel}: no link to {link}")
-    n = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read().count("\n")
+    # The README's own contents list is its ## headings; its table of the manual is doc/README.md's.
+    readme = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
+    heads, _ = blocks_and_headings(os.path.join(ROOT, "README.md"))
+    want = [f"- [{t}](#{a})" for lvl, t, a in heads if lvl == 2 and t != "Contents"]
+    m = re.search(r"^## Contents\n\n((?:- .*\n)+)", readme, re.M)
+    if not m or m.group(1).strip().split("\n") != want:
+        problems.append("README.md: its ## Contents list is not its ## headings:\n  " + "\n  ".join(want))
+
+    def manual_rows(text, prefix):
+        return [re.sub(r"\]\(" + re.escape(prefix), "](", l) for l in text.split("\n")
+                if re.match(r"^\| \[[^\]]+\]\(" + re.escape(prefix) + r"[a-z-]+\.md\)", l)]
+    index = open(os.path.join(doc, "README.md"), encoding="utf-8").read()
+    if manual_rows(readme, "doc/") != manual_rows(index, ""):
+        problems.append("README.md's table of the manual differs from doc/README.md's (make them the same)")
+    n = readme.count("\n")
     if n > README_MAX_LINES:
         problems.append(f"README.md: {n} lines, more than {README_MAX_LINES} (move the detail to doc/)")
     for p in problems:

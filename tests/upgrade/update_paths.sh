@@ -2,7 +2,7 @@
 # shellcheck source-path=SCRIPTDIR
 # ALTER EXTENSION sno UPDATE from every earlier release (0.1.0, 0.2.0, 0.3.0 and 0.4.0, the
 # last) to this version, with its package, while another role's objects wait in sno's schema:
-#   1. The package is installed with the README's commands into a private copy of a relocatable
+#   1. The package is installed with the manual's commands into a private copy of a relocatable
 #      PostgreSQL, and the install scripts of the earlier releases as kept in sql/ beside it
 #      (the new library keeps every earlier version's C symbols: no old release is built).
 #   2. One database per release: CREATE EXTENSION sno VERSION 'X' in public, the schema any
@@ -23,7 +23,7 @@
 #      schema later on the search_path is not chosen.
 #   7. CREATE EXTENSION sno with the planted objects present: none ran; with a zero-argument
 #      sno_generator_initialize() planted, it fails ("not unique") and runs nothing.
-#   8. The README's query for objects other roles left in sno's schema finds exactly the
+#   8. The manual's query for objects other roles left in sno's schema finds exactly the
 #      planted ones.
 #   9. The 0.4.0 database's data, the planted objects dropped: the old rows unchanged, zero
 #      duplicates, amcheck and the hash and BRIN indexes (check_integrity).
@@ -213,22 +213,22 @@ out="$(q srv -c "CREATE EXTENSION sno" 2>&1)" && bad "CREATE EXTENSION sno ran b
 check "beside another role's sno_generator_initialize(), CREATE EXTENSION sno fails: the call is not unique" \
     "$(grep -c 'function .*sno_generator_initialize() is not unique' <<<"$out")|$(ran fresh_blocked)" "1|nothing"
 
-# --- 8. the README's query: objects other roles left in sno's schema --------------------------
+# --- 8. the manual's query: objects other roles left in sno's schema --------------------------
 # The query as the README prints it (section "Which schema to install sno in").
 planted="$CL_WORK/planted.sql"
 awk '/^\*\*Installs updated from 0.1.0 before 0.4.1/ { f = 1 } f && /^```sql$/ { b = 1; next } b && /^```$/ { exit } b' \
     "$root/doc/install.md" >"$planted"
-[[ -s "$planted" ]] || bad "the README's query for planted objects was not found"
+[[ -s "$planted" ]] || bad "the manual's query for planted objects was not found"
 intruders="SET search_path = pg_catalog, pg_temp;
     SELECT count(*) FROM (SELECT oid FROM pg_proc WHERE proowner = 'intruder'::regrole AND pronamespace = 'public'::regnamespace
                           UNION ALL SELECT oid FROM pg_operator WHERE oprowner = 'intruder'::regrole AND oprnamespace = 'public'::regnamespace) s"
 for v in 0.1.0 "$LAST_VERSION"; do
     got="$(node_psql_db srv "$(db_of "$v")" -f "$planted")"
-    check "from $v: the README's query, as printed, lists every function and operator intruder made in public, nothing else" \
+    check "from $v: the manual's query, as printed, lists every function and operator intruder made in public, nothing else" \
         "$(grep -c '|intruder$' <<<"$got")|$(grep -vc '|intruder$' <<<"$got")" "$(node_psql_db srv "$(db_of "$v")" -c "$intruders")|0"
     check "from $v: ... among them the operator ||(oid[],oid[])" "$(grep -c '^operator public\.||(oid\[\],oid\[\])|intruder$' <<<"$got")" 1
 done
-check "the README's query finds nothing where no other role made anything" \
+check "the manual's query finds nothing where no other role made anything" \
     "$(node_psql_db srv fresh -f "$planted" | grep -c .)" 0
 
 # --- 9. the data ----------------------------------------------------------------------------
