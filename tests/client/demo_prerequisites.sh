@@ -11,7 +11,7 @@
 # - As root, with a fresh HOME and SNO_DEMO_HOME and that PATH (plus, alone in a directory, the
 #   cargo-pgrx 0.18.1 .ci/test installed, which the demo uses instead of a 10-minute build):
 #   exit 0; it said it installs rustc-web, cargo-web and rustfmt-web, they are installed,
-#   /usr/bin/cargo and rustc are at least 1.85, rustfmt runs, the demo uses them;
+#   /usr/bin/cargo and rustc are at least 1.88 (pgrx 0.18.1 needs it), rustfmt runs, the demo uses them;
 #   postgresql-contrib is still not installed; the user sno-demo exists, the demo says so, and
 #   it can run the demo's PostgreSQL (the wheel, 15.19); the demo's PGRX_HOME names that
 #   PostgreSQL only; no .pgrx in the fresh HOME; the real ~/.pgrx/config.toml and the system
@@ -38,7 +38,7 @@ t0=$SECONDS
 
 apt=(env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 -y -qq)
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
-at_least_185() { [[ "$1" =~ ^[0-9]+\.[0-9]+ && "$(printf '1.85\n%s\n' "$1" | sort -V | head -n 1)" == 1.85 ]]; }
+at_least_188() { [[ "$1" =~ ^[0-9]+\.[0-9]+ && "$(printf '1.88\n%s\n' "$1" | sort -V | head -n 1)" == 1.88 ]]; }
 # show WHO OUTPUT: the demo's output, each line prefixed.
 show() { while IFS= read -r line; do printf '  %s| %s\n' "$1" "$line"; done <<<"$2"; }
 sum() { if [[ -e "$1" ]]; then sha256sum <"$1"; else echo "no $1"; fi; }
@@ -116,9 +116,9 @@ check "as root: it said it installs rustc-web, cargo-web and rustfmt-web, before
 check "rustc-web, cargo-web and rustfmt-web installed" \
     "$(installed rustc-web && installed cargo-web && installed rustfmt-web && echo yes)" yes
 v="$(/usr/bin/cargo --version 2>&1 | awk '{ print $2 }' || true)"
-check "/usr/bin/cargo $v is at least 1.85" "$(at_least_185 "$v" && echo yes)" yes
+check "/usr/bin/cargo $v is at least 1.88" "$(at_least_188 "$v" && echo yes)" yes
 v="$(/usr/bin/rustc --version 2>&1 | awk '{ print $2 }' || true)"
-check "/usr/bin/rustc $v is at least 1.85" "$(at_least_185 "$v" && echo yes)" yes
+check "/usr/bin/rustc $v is at least 1.88" "$(at_least_188 "$v" && echo yes)" yes
 check "/usr/bin/rustfmt runs" "$(/usr/bin/rustfmt --version 2>&1 | cut -d' ' -f1)" rustfmt
 check "the demo uses /usr/bin/cargo" "$(grep -c '^Rust: /usr/bin/cargo ' <<<"$out")" 1
 check "$PROBE (the tests' stack) still not installed" "$(installed "$PROBE" && echo installed)" ""
