@@ -24,10 +24,11 @@ say() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
 # postgres, libfaketime for clock tests, procps (pgrep) for the crash tests, binutils (readelf,
 # objdump, nm) for the packages, libpq-dev for Diesel (tests/drivers/rust); the HA managers of
 # the HA tier (tests/client/ha_*.sh, on 15): Patroni with etcd, and pg_auto_failover; SQLsmith
-# for the random-query tier (tests/client/sqlsmith.sh, on 15).
+# for the random-query tier (tests/client/sqlsmith.sh, on 15); pkg-config and libssl-dev to build
+# cargo-pgrx.
 ensure_debian_packages() {
     local want=(postgresql-15 postgresql-server-dev-15 postgresql-contrib libclang-dev clang sudo faketime libfaketime procps binutils libpq-dev
-        patroni etcd-server postgresql-15-auto-failover sqlsmith)
+        pkg-config libssl-dev patroni etcd-server postgresql-15-auto-failover sqlsmith)
     local missing=()
     for p in "${want[@]}"; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -37,6 +38,16 @@ ensure_debian_packages() {
         export DEBIAN_FRONTEND=noninteractive
         apt-get update -qq
         apt-get install -y -qq "${missing[@]}" >/dev/null
+    fi
+}
+
+# Rust: the machine's (rustup's in ~/.cargo/bin, first on the PATH) when it has one, else
+# Debian's rustc-web, cargo-web and rustfmt-web (1.96 from bookworm-security; pgrx 0.18.1 needs
+# 1.88, and rustfmt to format its bindings).
+ensure_rust() {
+    if ! cargo --version >/dev/null 2>&1; then
+        say "installing Debian's Rust: rustc-web cargo-web rustfmt-web (no cargo on the PATH)"
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq rustc-web cargo-web rustfmt-web >/dev/null
     fi
 }
 
@@ -96,6 +107,7 @@ ensure_postgres_versions() {
 
 ensure_all() {
     ensure_debian_packages
+    ensure_rust
     ensure_cargo_pgrx
     ensure_postgres_versions "$1"
     mkdir -p "$SNO_WORK"
