@@ -45,9 +45,15 @@ ensure_debian_packages() {
 # Debian's rustc-web, cargo-web and rustfmt-web (1.96 from bookworm-security; pgrx 0.18.1 needs
 # 1.88, and rustfmt to format its bindings).
 ensure_rust() {
-    if ! cargo --version >/dev/null 2>&1; then
-        say "installing Debian's Rust: rustc-web cargo-web rustfmt-web (no cargo on the PATH)"
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq rustc-web cargo-web rustfmt-web >/dev/null
+    local v
+    v="$(cargo --version 2>/dev/null | awk '{ print $2 }')"
+    if [[ -z "$v" || "$(printf '1.88\n%s\n' "${v%%-*}" | sort -V | head -n 1)" != 1.88 ]] || ! rustfmt --version >/dev/null 2>&1; then
+        say "installing Debian's Rust: rustc-web cargo-web rustfmt-web (cargo on the PATH: ${v:-none}; 1.88 and rustfmt needed)"
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get update -qq
+        apt-get install -y -qq -o DPkg::Lock::Timeout=600 rustc-web cargo-web rustfmt-web >/dev/null
+        # Debian's, in /usr/bin, behind an older toolchain in ~/.cargo/bin on the PATH.
+        cargo --version | grep -q '^cargo 1\.\(8[89]\|9[0-9]\)' || export PATH="/usr/bin:$PATH"
     fi
 }
 
