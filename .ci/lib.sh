@@ -20,6 +20,20 @@ export PATH="$HOME/.cargo/bin:$PATH"
 
 say() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
 
+# The oldest Rust that builds pgrx 0.18.1 (it uses let chains, stable from 1.88).
+RUST_MIN=1.88
+
+# installed PACKAGE: the Debian package is installed.
+installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
+
+# version_ok VERSION-LINE: "cargo 1.95.0 (...)", "rustc 1.96.0 (...)" at least RUST_MIN.
+version_ok() {
+    local v
+    v="$(awk '{ print $2 }' <<<"$1")"
+    [[ "$v" =~ ^[0-9]+\.[0-9]+ ]] || return 1
+    [[ "$(printf '%s\n' "$RUST_MIN" "${v%%-*}" | sort -V | head -n 1)" == "$RUST_MIN" ]]
+}
+
 # Debian packages: PostgreSQL 15 with headers, libclang for bindgen, sudo to run as
 # postgres, libfaketime for clock tests, procps (pgrep) for the crash tests, binutils (readelf,
 # objdump, nm) for the packages, libpq-dev for Diesel (tests/drivers/rust); the HA managers of
@@ -31,7 +45,7 @@ ensure_debian_packages() {
         pkg-config libssl-dev patroni etcd-server postgresql-15-auto-failover sqlsmith)
     local missing=()
     for p in "${want[@]}"; do
-        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+        installed "$p" || missing+=("$p")
     done
     if ((${#missing[@]})); then
         say "installing Debian packages: ${missing[*]}"
@@ -41,19 +55,17 @@ ensure_debian_packages() {
     fi
 }
 
-# Rust: the machine's (rustup's in ~/.cargo/bin, first on the PATH) when it has one, else
-# Debian's rustc-web, cargo-web and rustfmt-web (1.96 from bookworm-security; pgrx 0.18.1 needs
-# 1.88, and rustfmt to format its bindings).
+# Rust: the machine's (rustup's in ~/.cargo/bin, first on the PATH) when it is RUST_MIN or newer
+# with rustfmt (pgrx formats its bindings with it), else Debian's rustc-web, cargo-web and
+# rustfmt-web (1.96 from bookworm-security).
 ensure_rust() {
-    local v
-    v="$(cargo --version 2>/dev/null | awk '{ print $2 }')"
-    if [[ -z "$v" || "$(printf '1.88\n%s\n' "${v%%-*}" | sort -V | head -n 1)" != 1.88 ]] || ! rustfmt --version >/dev/null 2>&1; then
-        say "installing Debian's Rust: rustc-web cargo-web rustfmt-web (cargo on the PATH: ${v:-none}; 1.88 and rustfmt needed)"
+    if ! version_ok "$(cargo --version 2>/dev/null)" || ! rustfmt --version >/dev/null 2>&1; then
+        say "installing Debian's Rust: rustc-web cargo-web rustfmt-web (cargo on the PATH: $(cargo --version 2>/dev/null || echo none); $RUST_MIN and rustfmt needed)"
         export DEBIAN_FRONTEND=noninteractive
         apt-get update -qq
         apt-get install -y -qq -o DPkg::Lock::Timeout=600 rustc-web cargo-web rustfmt-web >/dev/null
-        # Debian's, in /usr/bin, behind an older toolchain in ~/.cargo/bin on the PATH.
-        cargo --version | grep -q '^cargo 1\.\(8[89]\|9[0-9]\)' || export PATH="/usr/bin:$PATH"
+        # Debian's, in /usr/bin, before an older toolchain in ~/.cargo/bin on the PATH.
+        version_ok "$(cargo --version)" || export PATH="/usr/bin:$PATH"
     fi
 }
 
@@ -160,7 +172,7 @@ remove_sno() {
     pg_config="$(pg_config_for "$v")"
     lib="$("$pg_config" --pkglibdir)"
     ext="$("$pg_config" --sharedir)/extension"
-    if dpkg-query -W -f='${Status}' "postgresql-$v-sno" 2>/dev/null | grep -q "install ok installed"; then
+    if installed "postgresql-$v-sno"; then
         dpkg -r "postgresql-$v-sno" >/dev/null
     fi
     rm -f "$lib/sno.so" "$ext/sno.control" "$ext"/sno--*.sql
