@@ -39,19 +39,29 @@ version_ok() {
 # objdump, nm) for the packages, libpq-dev for Diesel (tests/drivers/rust); the HA managers of
 # the HA tier (tests/client/ha_*.sh, on 15): Patroni with etcd, and pg_auto_failover; SQLsmith
 # for the random-query tier (tests/client/sqlsmith.sh, on 15); pkg-config and libssl-dev to build
-# cargo-pgrx.
+# cargo-pgrx; Prometheus (promtool, for the lint step on doc/monitoring/sno-alerts.yml) and
+# postgres_exporter 0.11 (tests/client/monitoring_exporter.sh, on 15), without their
+# recommended packages (prometheus recommends the node exporter, which brings smartmontools,
+# nvme-cli, ipmitool...). Neither package starts its service here: their postinst starts it with
+# invoke-rc.d, which does nothing without systemd and a runlevel (or with a policy-rc.d that
+# denies it), and the tests run their own exporter on a port of their own.
 ensure_debian_packages() {
     local want=(postgresql-15 postgresql-server-dev-15 postgresql-contrib libclang-dev clang sudo faketime libfaketime procps binutils libpq-dev
         pkg-config libssl-dev patroni etcd-server postgresql-15-auto-failover sqlsmith)
-    local missing=()
+    local want_bare=(prometheus prometheus-postgres-exporter)
+    local missing=() missing_bare=()
     for p in "${want[@]}"; do
         installed "$p" || missing+=("$p")
     done
-    if ((${#missing[@]})); then
-        say "installing Debian packages: ${missing[*]}"
+    for p in "${want_bare[@]}"; do
+        installed "$p" || missing_bare+=("$p")
+    done
+    if ((${#missing[@]} + ${#missing_bare[@]})); then
+        say "installing Debian packages: ${missing[*]} ${missing_bare[*]}"
         export DEBIAN_FRONTEND=noninteractive
         apt-get update -qq
-        apt-get install -y -qq "${missing[@]}" >/dev/null
+        if ((${#missing[@]})); then apt-get install -y -qq "${missing[@]}" >/dev/null; fi
+        if ((${#missing_bare[@]})); then apt-get install -y -qq --no-install-recommends "${missing_bare[@]}" >/dev/null; fi
     fi
 }
 
