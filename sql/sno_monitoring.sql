@@ -7,15 +7,18 @@
 --   sno_generator_backends()      RETURNS TABLE (...)  VOLATILE PARALLEL SAFE   (monitor.rs)
 --   sno_generator_lineage()       RETURNS TABLE (...)  VOLATILE PARALLEL SAFE   (monitor.rs)
 --   sno_generator_slice()         RETURNS TABLE (...)  VOLATILE PARALLEL SAFE   (monitor.rs)
+--   sno_generator_status()        RETURNS TABLE (...)  VOLATILE PARALLEL SAFE   (monitor.rs)
 --   sno_current_partition()       RETURNS int4         STABLE PARALLEL SAFE     (monitor.rs)
 --   sno_generator_initialize(force bool DEFAULT false, take_over bool DEFAULT false)
 --                                 RETURNS bool         VOLATILE PARALLEL UNSAFE (durable.rs)
 
--- The slice's columns come last: 0.3.0 added them with CREATE OR REPLACE VIEW, which keeps
--- the views and grants that depend on sno_generator.
+-- The slice's columns come after the first ones, the status's last: 0.3.0 and 0.5.0 added them
+-- with CREATE OR REPLACE VIEW, which keeps the views and grants that depend on sno_generator.
 GRANT EXECUTE ON FUNCTION sno_generator_slice() TO PUBLIC;
+GRANT EXECUTE ON FUNCTION sno_generator_status() TO PUBLIC;
 CREATE VIEW sno_generator AS
-    SELECT i.*, s.* FROM sno_generator_info() i CROSS JOIN sno_generator_slice() s;
+    SELECT i.*, s.*, t.* FROM sno_generator_info() i CROSS JOIN sno_generator_slice() s
+        CROSS JOIN sno_generator_status() t;
 COMMENT ON VIEW sno_generator IS 'the server''s sno generator: partition, timeline, counters';
 GRANT SELECT ON sno_generator TO PUBLIC;
 

@@ -107,6 +107,8 @@
 
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
+use sno::generator::citus::Source;
+use sno::generator::forecast::{forecast, File, Inputs, Status as ViewStatus};
 use sno::generator::lineage::{start_timeline, ticks, Refusal, State, MAX_ENTRIES, UPGRADED};
 use sno::generator::state_file::{decode, decode_record, encode, encode_record, Persisted};
 use sno::generator::timeline::{derived_partition, Cursor, Grant, Slice, Timeline};
@@ -267,6 +269,8 @@ struct Stats {
     stale_refusals: u64,
     /// IDs repeated by copies that kept a setting their state did not record (not covered).
     dups_unrecorded: u64,
+    /// Judgments whose outcome the views' forecast told first (and was checked against).
+    forecasts: u64,
 }
 
 impl Stats {
@@ -296,6 +300,7 @@ impl Stats {
         self.learnt_in_memory += o.learnt_in_memory;
         self.adopted_mine += o.adopted_mine;
         self.deferred_refusals += o.deferred_refusals;
+        self.forecasts += o.forecasts;
         self.start_timeline_moved += o.start_timeline_moved;
         self.foreign_clones_skipped += o.foreign_clones_skipped;
         self.stale_refusals += o.stale_refusals;
@@ -1087,15 +1092,55 @@ impl World {
         let (tli, sysid) = (self.servers[x].tli, self.servers[x].sysid);
         let key = (tli, configured.map_or(-1, i32::from));
         let pre = self.servers[x].mem.st;
+        // What the views tell of the next ID, told before it is made (the glue's monitor.rs):
+        // checked against what the judgment then does.
+        let told = forecast(
+            Inputs {
+                recovery: false,
+                file: File::Ready,
+                citus_loaded: false,
+                source: configured.map_or(Source::Derived, Source::Explicit),
+                disagreement: false,
+                timeline: tli,
+                clock_in_range: true,
+            },
+            pre,
+        );
         if self.servers[x].mem.judged == key && !pre.copied && !take_over {
+            if told.partition != Some(self.servers[x].mem.partition) {
+                let msg = format!(
+                    "{}: the views told {told:?}, the generator uses partition {}",
+                    self.describe(x),
+                    self.servers[x].mem.partition
+                );
+                self.fail(msg);
+            }
             return Ok(());
+        }
+        if !take_over {
+            self.stats.forecasts += 1;
         }
         let targets = derived_targets(&pre);
         let mut st = pre;
         let draw = &mut self.draw;
-        match st.judge(tli, configured, take_over, || {
+        let judged = st.judge(tli, configured, take_over, || {
             draw.incarnation(sysid, &targets)
-        }) {
+        });
+        let agrees = match (&judged, told.status, told.partition) {
+            _ if take_over => true,
+            (Err(r), status, None) => status == ViewStatus::of_refusal(*r),
+            (Ok(_), ViewStatus::Ready, None) => configured.is_none(),
+            (Ok(j), ViewStatus::Ready, Some(p)) => j.partition == p,
+            _ => false,
+        };
+        if !agrees {
+            let msg = format!(
+                "{}: the views told {told:?}, the judgment gave {judged:?}",
+                self.describe(x)
+            );
+            self.fail(msg);
+        }
+        match judged {
             Err(Refusal::Inherited(p)) => Err(Refused::Inherited(p)),
             Err(r) => unreachable!("no Citus group in this model: {r:?}"),
             Ok(j) => {
@@ -2408,6 +2453,9 @@ fn no_id_is_ever_issued_twice_outside_the_documented_exclusion() {
         panic!("{e}");
     }
     eprintln!("{:#?}", totals.borrow());
+    // The views' forecast was checked against real judgments, refusals among them.
+    let t = totals.borrow();
+    assert!(t.forecasts > 0 && t.refused_inherited > 0, "{t:#?}");
 }
 
 /// The model's colliding draws give the derived partition they aim at.

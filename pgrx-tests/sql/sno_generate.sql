@@ -41,6 +41,9 @@ SELECT partition = sno_current_partition() AS same_partition, partition_source, 
        ids_issued >= 210002 AS counted, units_opened > 0 AS opened, high_water IS NOT NULL AS has_high_water
 FROM sno_generator;
 SELECT count(*) >= 1 AS this_backend_listed FROM sno_generator_backends WHERE pid = pg_backend_pid() AND ids_issued >= 210002;
+-- Whether the next sno_generate makes an ID (0.5.0): no Citus, no flip, no failed write here.
+SELECT status, status_message, citus_group, citus_generations_left, flips, state_write_failures
+FROM sno_generator;
 
 -- Per-backend detail is for superusers and pg_monitor members only.
 CREATE ROLE sno_plain_user;

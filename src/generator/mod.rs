@@ -8,10 +8,12 @@
 //! - [`wal_record`]: the payload of the `sno` WAL record (a lineage bound), encoded and decoded,
 //!   every field checked before redo merges it;
 //! - [`citus`]: the partitions of a Citus cluster's node groups, two groups never sharing one;
+//! - [`forecast`]: what the next `sno_generate` would do, told without doing it (the views);
 //! - [`lineage`]: which partitions a data directory and the servers it shares history with
 //!   (standbys, copies, upgrades) have used, and what a server may do about them.
 
 pub mod citus;
+pub mod forecast;
 pub mod lineage;
 pub mod lost;
 pub mod state_file;

@@ -144,6 +144,14 @@ pub struct Timeline {
     /// A long horizon is written on one timeline only once the other's is behind the clock
     /// ([`Timeline::idle_lease`]).
     pub durable_max: [i64; 2],
+    /// The latest clock reading the slow path was given since start-up (0: none yet).
+    pub seen: u64,
+    /// Tick-tock flips since start-up, of any cause.
+    pub flips: u64,
+    /// Of those, the ones the clock caused: it read a unit before [`Timeline::seen`]. The
+    /// others resumed past time known only from a durable bound (a restart or promotion within
+    /// a lease, a partition taken over): no clock moved back.
+    pub regressions: u64,
 }
 
 /// How many promises given back a timeline keeps for the next callers (more are lost like
@@ -242,6 +250,9 @@ impl Timeline {
             round: 0,
             returned: [0; RETURNED],
             durable_max: [0, -1],
+            seen: 0,
+            flips: 0,
+            regressions: 0,
         }
     }
 
@@ -262,6 +273,9 @@ impl Timeline {
             round: 0,
             returned: [0; RETURNED],
             durable_max: crate::generator::lineage::ticks(&p),
+            seen: 0,
+            flips: 0,
+            regressions: 0,
         }
     }
 
@@ -429,6 +443,8 @@ impl Timeline {
         }
         self.close(c);
         let mut flipped = false;
+        let clock_went_back = now < self.seen;
+        self.seen = self.seen.max(now);
         if now > self.hi {
             self.hi = now;
             // Past what callers waiting for their turn were promised of it.
@@ -442,6 +458,8 @@ impl Timeline {
                 self.void_promises();
                 self.safe = self.hi as i64;
                 self.drifts += 1;
+                self.flips += 1;
+                self.regressions += u64::from(clock_went_back);
                 self.hi = now;
                 self.next = self.slice.min as u32;
                 flipped = true;
@@ -859,6 +877,43 @@ mod tests {
                 ..Server::default()
             }
         }
+    }
+
+    #[test]
+    fn only_a_clock_reading_behind_an_earlier_one_is_a_regression() {
+        let c = Cursor::default();
+        // A restart within a lease: the horizon on disk is past the clock. The flip resumes
+        // past it; no clock went back.
+        let p = Persisted {
+            horizon: 5000,
+            safe: -1,
+            drifts: 0,
+        };
+        let mut tl = Timeline::restore(p, Slice::FULL);
+        tl.written(p);
+        assert!(matches!(
+            tl.advance(&c, 1000, false),
+            Grant::Write { flipped: true }
+        ));
+        assert_eq!((tl.flips, tl.regressions, tl.drifts), (1, 0, 1));
+        // Absorbing another's bound (a promotion, a takeover) moves `hi` past the clock too.
+        let mut tl = Timeline::new(Slice::FULL);
+        tl.advance(&c, 1000, false);
+        tl.absorb(
+            Persisted {
+                horizon: 3000,
+                safe: -1,
+                drifts: 0,
+            },
+            &c,
+        );
+        tl.advance(&c, 1001, false);
+        assert_eq!((tl.flips, tl.regressions), (1, 0));
+        // The clock reads 1500, then 1400: a regression, and the flip it causes.
+        let mut tl = Timeline::new(Slice::FULL);
+        tl.advance(&c, 1500, false);
+        tl.advance(&c, 1400, false);
+        assert_eq!((tl.flips, tl.regressions, tl.seen), (1, 1, 1500));
     }
 
     #[test]

@@ -124,6 +124,28 @@ pub fn publish(s: &Shared) -> Result<bool, Disagreement> {
     Ok(s.citus_node.swap(code, Relaxed) != code)
 }
 
+/// Where `sno_generate` in this database would take the partition from, and whether this
+/// database's Citus metadata disagrees with what the server goes on with: read as
+/// [`publish`] reads it, but nothing is published (the monitoring views,
+/// [`crate::generator::forecast`]). Reads Citus's catalog only where `publish` would: in the
+/// database that decides, in a backend that has not read it yet, outside recovery and parallel
+/// workers; elsewhere it goes by what was published, as `sno_generate` there does.
+pub fn peek(s: &Shared) -> (crate::generator::citus::Source, bool) {
+    let explicit = crate::pg::gucs::partition();
+    let kept = crate::pg::shmem::lineage_snapshot(s).citus_group;
+    let kept = (kept != crate::generator::lineage::NO_GROUP).then_some(kept);
+    let named = crate::pg::gucs::citus_database();
+    // SAFETY: plain reads of a shared flag and of a process global.
+    let may_read = explicit.is_none()
+        && !READ.load(Relaxed)
+        && loaded()
+        && !unsafe { pg_sys::RecoveryInProgress() }
+        && unsafe { pg_sys::ParallelWorkerNumber } < 0
+        && named.as_deref().is_none_or(this_database_is);
+    let here = if may_read { local_node() } else { None };
+    crate::generator::forecast::source(explicit, here, published(s), kept, named.is_some())
+}
+
 /// Whether this backend's database is named `name`.
 fn this_database_is(name: &core::ffi::CStr) -> bool {
     // SAFETY: a catalog lookup of this backend's own database; NULL if it is gone.

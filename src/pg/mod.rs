@@ -47,6 +47,7 @@ mod tests;
         generator::monitor::generator_backends,
         generator::monitor::sno_generator_lineage,
         generator::monitor::sno_generator_slice,
+        generator::monitor::sno_generator_status,
         generator::durable::generator_initialize
     ]
 );

@@ -98,6 +98,8 @@ pub struct Shared {
     pub state_writes: AtomicU64,
     /// Of those, the ones a `sno_generate` call waited for.
     pub state_write_waits: AtomicU64,
+    /// Writes of the state file that failed since start-up (each one is logged or raised).
+    pub state_write_failures: AtomicU64,
     /// Number of slots after the header.
     pub nslots: u32,
     /// Whether the durable state is usable: [`STATE_READY`], [`STATE_MISSING`] or
@@ -687,6 +689,7 @@ unsafe extern "C-unwind" fn on_startup() {
             retired_ids: AtomicU64::new(0),
             state_writes: AtomicU64::new(0),
             state_write_waits: AtomicU64::new(0),
+            state_write_failures: AtomicU64::new(0),
             nslots: slot_count() as u32,
             state: AtomicU32::new(STATE_MISSING),
             reason: [0; 200],

@@ -19,12 +19,12 @@ use pgrx::prelude::*;
 fn sno_generator_info() -> TableIterator<
     'static,
     (
-        name!(partition, i32),
-        name!(partition_source, String),
-        name!(system_identifier, String),
+        name!(partition, Option<i32>),
+        name!(partition_source, Option<String>),
+        name!(system_identifier, Option<String>),
         name!(high_water, Option<TimestampWithTimeZone>),
         name!(safe_mark, Option<TimestampWithTimeZone>),
-        name!(tick, i32),
+        name!(tick, Option<i32>),
         name!(regressions, i64),
         name!(ids_issued, i64),
         name!(leases, i64),

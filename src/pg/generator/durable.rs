@@ -315,7 +315,12 @@ pub fn replay(s: &'static Shared, rec: &crate::generator::state_file::Record) {
 
 /// Why the lineage's judgment refused: the error a DBA can act on.
 pub(super) fn raise_refusal(r: Refusal) -> ! {
-    errors::raise(match r {
+    errors::raise(refusal_problem(r))
+}
+
+/// The error for a refusal of the lineage's judgment (raised, or shown by the views).
+pub(super) fn refusal_problem(r: Refusal) -> Problem<'static> {
+    match r {
         Refusal::Inherited(p) => Problem::Inherited {
             partition: p,
             maybe_moved: shmem::shared().is_some_and(|s| s.moved_own.contains(p)),
@@ -325,7 +330,7 @@ pub(super) fn raise_refusal(r: Refusal) -> ! {
         Refusal::CitusGroupTooLarge(g) => Problem::CitusGroupTooLarge(g),
         // SAFETY: plain read of a server global.
         Refusal::CitusNotActivated => Problem::CitusNotActivated(unsafe { pg_sys::PostPortNumber }),
-    })
+    }
 }
 
 /// No usable state file: the error, whose HINT proposes a new explicit partition.
@@ -454,6 +459,9 @@ pub(super) fn generator_initialize(
                     tl.recall(file.written_bound());
                     // Promises of the timeline replaced are not kept (absorb voids this round).
                     tl.round = g.timeline.round;
+                    // Counters since start-up, and the latest clock reading, go on.
+                    (tl.seen, tl.flips, tl.regressions) =
+                        (g.timeline.seen, g.timeline.flips, g.timeline.regressions);
                     tl.absorb(g.timeline.durable(), &s.hot.cursor);
                     g.timeline = tl;
                     shmem::set_lineage(s, g, file);
@@ -508,7 +516,10 @@ pub(super) fn generator_initialize(
 
 /// Writes `st` to the state file (flushed as PostgreSQL's `fsync` setting says) and notes it.
 fn put_file(s: &Shared, st: &crate::generator::lineage::State) -> std::io::Result<()> {
-    crate::generator::state_file::write(std::path::Path::new("."), st, shmem::fsync_enabled())?;
+    crate::generator::state_file::write(std::path::Path::new("."), st, shmem::fsync_enabled())
+        .inspect_err(|_| {
+            s.state_write_failures.fetch_add(1, Relaxed);
+        })?;
     shmem::state_written(s);
     Ok(())
 }

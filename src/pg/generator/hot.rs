@@ -193,6 +193,7 @@ pub(super) fn generate_slow(b: &mut Backend, meta: u8) -> Sno {
         let mut tick = 0;
         let mut judged = (0u16, 0u64);
         let mut promised: Option<Promise> = None;
+        let mut clock_went_back = false;
         let grant = shmem::locked(s, |g| {
             // The epoch before the judgment reads the configured partition: a reload that
             // publishes a new one (and then a new epoch) after this read sends this backend
@@ -203,7 +204,9 @@ pub(super) fn generate_slow(b: &mut Backend, meta: u8) -> Sno {
             if now == OUT_OF_RANGE {
                 return Err(SlowError::Clock);
             }
+            let regressions = g.timeline.regressions;
             let grant = g.timeline.advance(&s.hot.cursor, now, g.dirty);
+            clock_went_back = g.timeline.regressions != regressions;
             tick = g.timeline.tick();
             if let Grant::Open { opened, .. } = grant {
                 if opened {
@@ -235,7 +238,7 @@ pub(super) fn generate_slow(b: &mut Backend, meta: u8) -> Sno {
                     ask_for_renewal(s);
                 }
                 if flipped {
-                    log_flip(tick);
+                    log_flip(tick, clock_went_back);
                 }
                 enter_epoch(b, s, judged);
                 // The same checks as the fast path: a judgment may have come in between.
@@ -249,7 +252,7 @@ pub(super) fn generate_slow(b: &mut Backend, meta: u8) -> Sno {
             }
             Grant::Write { flipped } => {
                 if flipped {
-                    log_flip(tick);
+                    log_flip(tick, clock_went_back);
                 }
                 // The clock caught up with the horizon on disk (the worker fell behind), the
                 // clock went back, or the lineage changed: this call writes and waits.
@@ -410,8 +413,17 @@ fn enter_epoch(b: &mut Backend, s: &Shared, judged: (u16, u64)) {
     (b.partition, b.epoch) = judged;
 }
 
-fn log_flip(tick: u8) {
-    pgrx::log!("sno: the system clock went back; IDs now use tick-tock bit {tick}");
+/// A tick-tock flip, in the server log: a clock regression, or (no clock moved back) IDs
+/// resuming past time that a durable bound says was used (a restart or promotion within a
+/// lease, a partition taken over).
+fn log_flip(tick: u8, clock_went_back: bool) {
+    if clock_went_back {
+        pgrx::log!("sno: the system clock went back; IDs now use tick-tock bit {tick}");
+    } else {
+        pgrx::log!(
+            "sno: time already used with this partition (before a restart, or by the server this one took over from) is ahead of the clock; IDs now use tick-tock bit {tick}"
+        );
+    }
 }
 
 /// Why the slow path could not open the cursor.

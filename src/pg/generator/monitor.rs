@@ -1,32 +1,125 @@
 //! Monitoring: the functions behind the `sno_generator`, `sno_generator_backends` and
 //! `sno_generator_lineage` views, and `sno_current_partition`.
 //!
+//! What they tell of the next `sno_generate` (its partition, whether it would make an ID and
+//! why not) is the pure forecast ([`crate::generator::forecast`]) over what `sno_generate`
+//! would look at: it is computed, never published or written, so any role may ask, in any
+//! database, as often as it likes.
+//!
 //! The library also serves a database still at extension version 0.1.0 (after the package is
 //! upgraded, before `ALTER EXTENSION sno UPDATE`): its catalog calls the C symbols of 0.1.0,
 //! so the functions whose columns changed since have new symbols (`generator_info_wrapper`,
 //! `generator_backends_wrapper`), and the 0.1.0 symbols (`sno_generator_info_wrapper`,
 //! `sno_generator_backends_wrapper`) return 0.1.0's columns. Released symbols are never
-//! reused for another shape.
+//! reused for another shape: columns added later come from functions of their own
+//! (`sno_generator_slice` in 0.3.0, `sno_generator_status` in 0.5.0).
 
-use super::{effective_partition, shared_or_raise};
+use super::hot::{clock_units, OUT_OF_RANGE};
+use super::shared_or_raise;
+use super::wal_timeline;
+use crate::generator::citus::{Node, Source};
+use crate::generator::forecast::{self, File, Forecast, Inputs, Status};
+use crate::generator::lineage::NO_GROUP;
 use crate::generator::timeline::Persisted;
 use crate::id::time::units_to_pg_micros;
-use crate::pg::shmem::{self};
+use crate::pg::errors::Problem;
+use crate::pg::shmem::{self, Shared};
 use core::sync::atomic::Ordering::Relaxed;
 use pgrx::prelude::*;
 
-/// `sno_generator_info()`: the server's generator, one row.
+/// What the next `sno_generate` in this database would do, and the partition's source as the
+/// views name it.
+fn forecast_here(s: &Shared) -> (Forecast, String) {
+    // SAFETY: reads a shared flag.
+    let recovery = unsafe { pg_sys::RecoveryInProgress() };
+    let file = match s.state.load(Relaxed) {
+        shmem::STATE_READY => File::Ready,
+        shmem::STATE_MISSING => File::Missing,
+        _ => File::Unusable,
+    };
+    let (source, disagreement) = crate::pg::citus::peek(s);
+    let lineage = shmem::lineage_snapshot(s);
+    let kept = (lineage.citus_group != NO_GROUP).then_some(lineage.citus_group);
+    let f = forecast::forecast(
+        Inputs {
+            recovery,
+            file,
+            citus_loaded: crate::pg::citus::loaded(),
+            source,
+            disagreement,
+            timeline: if recovery { 0 } else { wal_timeline() },
+            clock_in_range: clock_units() != OUT_OF_RANGE,
+        },
+        lineage,
+    );
+    let named = match (source, kept) {
+        (Source::Explicit(_), _) => "sno.partition".to_string(),
+        (Source::Citus(Node::Group(g)), _) => format!("citus group {g}"),
+        (_, Some(g)) => format!("citus group {g}"),
+        (Source::Citus(Node::NotActivated), None) => "citus".to_string(),
+        (Source::Derived, None) => "system identifier".to_string(),
+    };
+    (f, named)
+}
+
+/// The error `sno_generate` would raise for `f`, as psql shows it (message, DETAIL, HINT); for
+/// a ready generator whose partition is not decided yet, why.
+fn status_message(s: &Shared, f: &Forecast) -> Option<String> {
+    let problem = match (f.status, f.refusal) {
+        (Status::Ready, _) if f.partition.is_none() => {
+            return Some(
+                "The partition is not decided yet: a new derived partition is drawn at the first sno_generate (after a promotion, or when the one this server had was used by another member of its lineage).".to_string(),
+            )
+        }
+        (Status::Ready, _) => return None,
+        (_, Some(r)) => super::durable::refusal_problem(r),
+        (Status::Standby, _) => Problem::GenerateInRecovery,
+        (Status::NoStateFile, _) => Problem::NoStateFile {
+            citus: crate::pg::citus::loaded(),
+        },
+        (Status::UnusableStateFile, _) => Problem::BadStateFile {
+            reason: s.reason(),
+            citus: crate::pg::citus::loaded(),
+        },
+        (Status::ClockOutOfRange, _) => Problem::ClockOutOfRange,
+        (Status::CitusDisagreement, _) => {
+            return Some(
+                "The Citus metadata of this database disagrees with this server's Citus node group: sno_generate here raises the error whose HINT names sno.citus_database.".to_string(),
+            )
+        }
+        (Status::NotPreloaded, _) => Problem::NotPreloaded,
+        (_, None) => return None,
+    };
+    Some(text(problem.report()))
+}
+
+/// A report as one text: the message, then `DETAIL:` and `HINT:` lines as psql prints them.
+fn text(r: crate::pg::report::Report) -> String {
+    let mut t = r.message;
+    if let Some(d) = r.detail {
+        t.push_str("\nDETAIL:  ");
+        t.push_str(&d);
+    }
+    if let Some(h) = r.hint {
+        t.push_str("\nHINT:  ");
+        t.push_str(&h);
+    }
+    t
+}
+
+/// `sno_generator_info()`: the server's generator, one row. Without sno preloaded, a row that
+/// says only that (`sno_generator_status()` tells why): a probe gets an answer, not an error.
 #[pg_extern(volatile, parallel_safe, name = "sno_generator_info")]
 #[allow(clippy::type_complexity)]
 pub(super) fn generator_info() -> TableIterator<
     'static,
     (
-        name!(partition, i32),
-        name!(partition_source, String),
-        name!(system_identifier, String),
+        name!(partition, Option<i32>),
+        name!(partition_source, Option<String>),
+        name!(system_identifier, Option<String>),
         name!(high_water, Option<TimestampWithTimeZone>),
         name!(safe_mark, Option<TimestampWithTimeZone>),
-        name!(tick, i32),
+        name!(tick, Option<i32>),
         name!(regressions, i64),
         name!(ids_issued, i64),
         name!(units_opened, i64),
@@ -40,9 +133,27 @@ pub(super) fn generator_info() -> TableIterator<
         name!(state_write_waits, i64),
     ),
 > {
-    // What sno_generate decided: a monitoring call reads no Citus catalog and publishes
-    // nothing (any role may call it, in any database).
-    let s = shared_or_raise();
+    let Some(s) = shmem::shared() else {
+        return TableIterator::once((
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+            0,
+            0,
+            0,
+            0,
+            0,
+            0,
+            0,
+            "not preloaded".to_string(),
+            None,
+            0,
+            0,
+        ));
+    };
     // A few words under the lock, not the whole timeline.
     let (tl, opened) = shmem::read(s, |g| {
         let t = &g.timeline;
@@ -52,11 +163,11 @@ pub(super) fn generator_info() -> TableIterator<
                 safe: t.safe,
                 drifts: t.drifts,
             },
-            (t.hi, g.units_opened),
+            (t.hi, g.units_opened, t.regressions),
         )
     });
-    let (hi, opened) = opened;
-    let (partition, source) = effective_partition(s);
+    let (hi, opened, regressions) = opened;
+    let (f, source) = forecast_here(s);
     let slots = shmem::slots(s);
     let live: u64 = slots
         .iter()
@@ -66,17 +177,17 @@ pub(super) fn generator_info() -> TableIterator<
     let active = slots.iter().filter(|x| x.pid.load(Relaxed) != 0).count() as i32;
     let ts = |u: u64| TimestampWithTimeZone::try_from(units_to_pg_micros(u)).ok();
     TableIterator::once((
-        partition as i32,
-        source.to_string(),
-        s.system_identifier.to_string(),
+        f.partition.map(i32::from),
+        Some(source),
+        Some(s.system_identifier.to_string()),
         if opened > 0 { ts(hi) } else { None },
         if tl.safe >= 0 {
             ts(tl.safe as u64)
         } else {
             None
         },
-        (tl.drifts & 1) as i32,
-        tl.drifts as i64,
+        Some((tl.drifts & 1) as i32),
+        regressions as i64,
         (live + s.retired_ids.load(Relaxed)) as i64,
         opened as i64,
         s.full_unit_stalls.load(Relaxed) as i64,
@@ -98,6 +209,50 @@ pub(super) fn generator_info() -> TableIterator<
     ))
 }
 
+/// `sno_generator_status()`: whether `sno_generate` in this database would make an ID now, and
+/// if not, why (a fixed code, and the error it would raise); the Citus group and its
+/// generations left; flips and failed state-file writes since start-up. Columns of the
+/// `sno_generator` view, after those of `sno_generator_slice()` (0.5.0).
+#[pg_extern(volatile, parallel_safe)]
+#[allow(clippy::type_complexity)]
+pub(super) fn sno_generator_status() -> TableIterator<
+    'static,
+    (
+        name!(status, String),
+        name!(status_message, Option<String>),
+        name!(citus_group, Option<i32>),
+        name!(citus_generations_left, Option<i32>),
+        name!(flips, i64),
+        name!(state_write_failures, i64),
+    ),
+> {
+    let Some(s) = shmem::shared() else {
+        let problem = if shmem::preloaded() {
+            Problem::NoSharedMemory
+        } else {
+            Problem::NotPreloaded
+        };
+        return TableIterator::once((
+            Status::NotPreloaded.code().to_string(),
+            Some(text(problem.report())),
+            None,
+            None,
+            0,
+            0,
+        ));
+    };
+    let (f, _) = forecast_here(s);
+    let flips = shmem::read(s, |g| g.timeline.flips);
+    TableIterator::once((
+        f.status.code().to_string(),
+        status_message(s, &f),
+        f.citus_group.map(|g| g as i32),
+        f.generations_left.map(|n| n as i32),
+        flips as i64,
+        s.state_write_failures.load(Relaxed) as i64,
+    ))
+}
+
 /// `sno_generator_slice()`: the slice of the sequence pool `sno_generate` numbers each unit
 /// from (`sno.sequence_min`, `sno.sequence_max`) and the IDs a unit offers. Columns of the
 /// `sno_generator` view, after those of `sno_generator_info()`.
@@ -111,7 +266,10 @@ pub(super) fn sno_generator_slice() -> TableIterator<
         name!(ids_per_unit, i32),
     ),
 > {
-    let slice = shmem::read(shared_or_raise(), |g| g.timeline.slice);
+    let slice = match shmem::shared() {
+        Some(s) => shmem::read(s, |g| g.timeline.slice),
+        None => crate::pg::gucs::slice().unwrap_or(crate::generator::timeline::Slice::FULL),
+    };
     TableIterator::once((slice.min as i32, slice.max as i32, slice.capacity() as i32))
 }
 
@@ -189,8 +347,10 @@ pub(super) fn sno_generator_lineage() -> TableIterator<
     TableIterator::new(rows)
 }
 
-/// `sno_current_partition() → int`: the partition `sno_generate` writes now.
+/// `sno_current_partition() → int`: the partition the next `sno_generate` in this database
+/// writes; NULL when it would make no ID now (sno not preloaded included), or the partition is
+/// not decided yet (the `sno_generator` view's `status` and `status_message` say why).
 #[pg_extern(stable, parallel_safe)]
-pub(super) fn sno_current_partition() -> i32 {
-    effective_partition(shared_or_raise()).0 as i32
+pub(super) fn sno_current_partition() -> Option<i32> {
+    shmem::shared().and_then(|s| forecast_here(s).0.partition.map(i32::from))
 }
