@@ -77,6 +77,10 @@ node_sql co "CREATE TABLE t (id sno PRIMARY KEY DEFAULT sno_generate(5), v int)"
 check "the first distributed table with a sno column created sno on the worker" \
     "$(node_sql w1 "SELECT count(*) FROM pg_extension WHERE extname = 'sno'")" 1
 g1="$(citus_group w1)"
+# Before the worker made any ID: the view reads its group (nothing published) and says so.
+check "the worker right after it got sno, before any ID: partition, source and status" \
+    "$(node_sql w1 "SELECT partition, partition_source, status, citus_generations_left FROM sno_generator")" "$g1|citus group $g1|ready|15"
+check "... and sno_current_partition() says the same" "$(node_sql w1 "SELECT sno_current_partition()")" "$g1"
 node_ids_table w1
 node_gen w1 worker 2000
 check "the worker: partition and source" "$(citus_generator w1)" "$g1|citus group $g1"
@@ -218,7 +222,12 @@ for n in w3 w4; do
     citus_node_init "$n"
     citus_start "$n"
     citus_node_setup "$n"
+    check "$n with citus and sno, not a node yet: the view says sno_generate refuses" \
+        "$(node_sql "$n" "SELECT status, partition IS NULL, partition_source FROM sno_generator")" "citus_not_activated|t|citus"
     citus_add_node "$n" >/dev/null
+    check "$n right after citus_add_node, before any ID: its group's partition, ready" \
+        "$(node_sql "$n" "SELECT partition, partition_source, status FROM sno_generator")" \
+        "$(citus_group "$n")|citus group $(citus_group "$n")|ready"
     node_ids_table "$n"
     node_gen "$n" joined 2000
     check "$n (group $(citus_group "$n")) makes IDs with its group's partition" \

@@ -432,12 +432,27 @@ hint_partition() {
 # HINT the server gave is left in CL_HINT, for the test to follow.
 CL_HINT=""
 node_expect_refusal() {
-    local out
+    local out told
+    # What the monitoring view tells first (0.5.0 on): not ready, the same error and HINT.
+    told="$(node_view_status "$1")"
     out="$(node_try "$1" "SELECT sno_generate(1)")"
     CL_HINT="$(msg_field HINT "$out")"
+    if [[ -n "$told" ]]; then
+        check "$2: the view told it first: status not ready, the same message and HINT" \
+            "$(head -n 1 <<<"$told" | cut -d'|' -f1)|$(msg_field ERROR "ERROR:  $(head -n 1 <<<"$told" | cut -d'|' -f2-)")|$(msg_field HINT "$told")" \
+            "refusing|$(msg_field ERROR "$out")|$CL_HINT"
+    fi
     check "$2: sno_generate refuses: $3" "$(msg_field ERROR "$out" | grep -cF "$3")" 1
     check "$2: the HINT is the documented one" "$CL_HINT" "$4"
     [[ "$(msg_field ERROR "$out")" == *"$3"* ]] || echo "  the server said: $out"
+}
+
+# node_view_status NAME: the sno_generator view's status ("refusing" for every code but ready)
+# and status_message, as "STATUS|MESSAGE" (the message's DETAIL and HINT lines follow); nothing
+# where the extension is older than 0.5.0 (no status column).
+node_view_status() {
+    node_sql "$1" "SELECT CASE status WHEN 'ready' THEN 'ready' ELSE 'refusing' END || '|' || coalesce(status_message, '')
+        FROM sno_generator WHERE EXISTS (SELECT FROM pg_attribute WHERE attrelid = 'sno_generator'::regclass AND attname = 'status')" 2>/dev/null || true
 }
 
 # node_state_file NAME: the generator's state file of a node.
