@@ -39,15 +39,16 @@ version_ok() {
 # objdump, nm) for the packages, libpq-dev for Diesel (tests/drivers/rust); the HA managers of
 # the HA tier (tests/client/ha_*.sh, on 15): Patroni with etcd, and pg_auto_failover; SQLsmith
 # for the random-query tier (tests/client/sqlsmith.sh, on 15); pkg-config and libssl-dev to build
-# cargo-pgrx; Prometheus (promtool, for the lint step on doc/monitoring/sno-alerts.yml) and
-# postgres_exporter 0.11 (tests/client/monitoring_exporter.sh, on 15), without their
-# recommended packages (prometheus recommends the node exporter, which brings smartmontools,
-# nvme-cli, ipmitool...). Neither package starts its service here: their postinst starts it with
-# invoke-rc.d, which does nothing without systemd and a runlevel (or with a policy-rc.d that
-# denies it), and the tests run their own exporter on a port of their own.
+# cargo-pgrx; curl and python3-yaml for tests/client/monitoring_exporter.sh (on 15), and
+# Prometheus (promtool, for the lint step on doc/monitoring/sno-alerts.yml, and the server) and
+# postgres_exporter 0.11 for that test, these two without their recommended packages
+# (prometheus recommends the node exporter, which brings smartmontools, nvme-cli, ...). Neither
+# starts its service here: their postinst starts it with invoke-rc.d, which does nothing without
+# systemd and a runlevel (or with a policy-rc.d that denies it); the test runs its own, on ports
+# of its own.
 ensure_debian_packages() {
     local want=(postgresql-15 postgresql-server-dev-15 postgresql-contrib libclang-dev clang sudo faketime libfaketime procps binutils libpq-dev
-        pkg-config libssl-dev patroni etcd-server postgresql-15-auto-failover sqlsmith)
+        pkg-config libssl-dev patroni etcd-server postgresql-15-auto-failover sqlsmith curl python3-yaml)
     local want_bare=(prometheus prometheus-postgres-exporter)
     local missing=() missing_bare=()
     for p in "${want[@]}"; do
