@@ -101,7 +101,9 @@ monitoring_cleanup() {
     for p in "${BG_PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
     for p in "${BG_PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
     # harness_cleanup reads the exit status from $? (and set -e must not end the trap here).
-    if ((rc != 0)); then (exit "$rc") || harness_cleanup; else harness_cleanup; fi
+    set +e
+    (exit "$rc")
+    harness_cleanup
 }
 trap monitoring_cleanup EXIT
 
