@@ -6,8 +6,8 @@
 # says: as the OS user prometheus, connected by DATA_SOURCE_NAME (host=the socket directory) as
 # sno_exporter, made by the manual's statements (doc/monitoring.md, "monitoring:role"): no
 # superuser, a member of pg_monitor only; with the exporter's default metrics and pg_settings
-# metrics on (no --disable-* flag). The sno_generator view's plan must cost less than
-# jit_above_cost (every scrape runs it). Each exporter's /metrics is read with curl and compared
+# metrics on (no --disable-* flag). The plan of every query of the files must cost less than
+# jit_above_cost (every scrape runs them). Each exporter's /metrics is read with curl and compared
 # with what the server's own sno_generator says, in each state:
 #   p  a primary: ready with its derived partition; IDs made move ids_issued by exactly their
 #      number; its clock stepped back 10 s: regressions, flips and the tick-tock bit move; then
@@ -195,6 +195,14 @@ elif cmd == "anchors":      # RULES PAGE DOCS-DIR: the doc/monitoring.md#ANCHOR 
     import check
     heads = {a for _, _, a in check.blocks_and_headings(sys.argv[3])[0]}
     print("\n".join(sorted(set(re.findall(r"doc/monitoring\.md#([a-z0-9_-]+)", open(sys.argv[2]).read())) - heads)))
+elif cmd == "namespaces":   # QUERIES: the namespaces of a queries file
+    import yaml
+    print("\n".join(yaml.safe_load(open(sys.argv[2]))))
+elif cmd == "query_sql":    # QUERIES NAMESPACE: its query
+    import yaml
+    print(yaml.safe_load(open(sys.argv[2]))[sys.argv[3]]["query"])
+elif cmd == "plan_cost":    # EXPLAIN (FORMAT JSON) output: the plan's total cost
+    print(json.load(sys.stdin)[0]["Plan"]["Total Cost"])
 elif cmd == "query":        # JSON of /api/v1/query: "LABELS VALUE" per sample of a vector, sorted
     print("\n".join(sorted(f"{r['metric'].get('instance', '')} {r['value'][1]}"
                            for r in json.load(sys.stdin)["data"]["result"])))
@@ -267,6 +275,18 @@ check_status() {
         "$(m_value "$1" sno_partition_partition | xargs)" "$p"
 }
 
+# check_costs NODE QUERIES: every query of the file, planned on NODE, costs less than
+# jit_above_cost: each scrape runs them all, and JIT compilation took 20 to 130 ms a query here.
+check_costs() {
+    local ns cost limit
+    limit="$(node_sql "$1" "SHOW jit_above_cost")"
+    for ns in $(mon namespaces "$2"); do
+        cost="$(node_psql "$1" -c "EXPLAIN (FORMAT JSON) $(mon query_sql "$2" "$ns")" | mon plan_cost)"
+        check "$1: the plan of $ns costs less than jit_above_cost ($limit): $cost" \
+            "$(awk -v c="$cost" -v l="$limit" 'BEGIN { print (c < l) }')" 1
+    done
+}
+
 # gen NODE N: N IDs made by NODE (as postgres).
 gen() { node_sql "$1" "SELECT count(sno_generate(1)) FROM generate_series(1, $2)" >/dev/null; }
 
@@ -290,12 +310,7 @@ check_status p p ready 1
 check "exporter p: source derived" "$(m_label p sno_partition_partition source)" derived
 check "exporter p: server label is the DSN's host:port" "$(m_label p sno_status_ready server)" "$CL_WORK:$(node_port p)"
 check_rule_names p '^(sno_status|sno_partition|sno_generator|pg)_'
-# Every scrape runs the view: its plan must be cheap (estimated below jit_above_cost, so not
-# compiled by JIT, which took 20 to 130 ms a query on these machines).
-check "sno_generator's plan costs less than jit_above_cost (no JIT at each scrape)" \
-    "$(node_psql p -c "EXPLAIN (FORMAT JSON) SELECT * FROM sno_generator" |
-        /usr/bin/python3 -c 'import json, sys; print(json.load(sys.stdin)[0]["Plan"]["Total Cost"] < float(sys.argv[1]))' \
-            "$(node_sql p "SHOW jit_above_cost")")" True
+check_costs p "$MON/queries.yaml"
 check_generator p p
 before="$(m_value p sno_generator_ids_issued_total)"
 gen p 1000
@@ -378,6 +393,7 @@ scrape co
 check_health co
 check_status co co ready 1
 check_rule_names co '^sno_citus_'
+check_costs co "$MON/queries-citus.yaml"
 
 # check_nodes: for each running node, the coordinator's series against the node's own view.
 node_label() { echo "$CL_WORK:$(node_port "$1")"; }
@@ -436,16 +452,20 @@ SnoCitusPartitionShared $(node_label co) $(node_label w2)
 SnoGeneratorRefusing $(node_label c) -"
 # prom_get PATH: GET PATH of the Prometheus API.
 prom_get() { curl -sf --max-time 2 "http://127.0.0.1:$PROM_PORT/api/v1/$1" || true; }
-got=""
+# Until every exporter was scraped (a series up for each) and the rules evaluated after that.
+got="" up=""
 t1=$SECONDS
 while ((SECONDS - t1 < 30)); do
+    up="$(prom_get 'query?query=up' | mon query 2>/dev/null | awk '{ print $2 }' | xargs || true)"
     got="$(prom_get alerts | mon alerts 2>/dev/null || true)"
-    [[ "$got" == "$want_alerts" ]] && break
+    [[ "$got" == "$want_alerts" && "$up" == "1 1 1 1" ]] && break
     sleep 0.5
 done
+# Two more evaluations, after every target's first scrape: no other alert comes.
+sleep 2
+got="$(prom_get alerts | mon alerts 2>/dev/null || true)"
 check "Prometheus: the alerts whose condition holds: the copy refusing, w1 and w2 sharing a partition" "$got" "$want_alerts"
-check "Prometheus: every exporter scraped within the 2 s timeout (up)" \
-    "$(prom_get 'query?query=up' | mon query | awk '{ print $2 }' | xargs)" "1 1 1 1"
+check "Prometheus: every exporter scraped within the 2 s timeout (up)" "$up" "1 1 1 1"
 [[ "$got" == "$want_alerts" ]] || { echo "  Prometheus's targets:"; prom_get targets | head -c 3000; echo; }
 health="$(prom_get rules | mon rule_health)"
 check "Prometheus: every rule evaluates without error" "$(grep -vc ' ok$' <<<"$health" || true)|$(wc -l <<<"$health")" \
