@@ -5,6 +5,8 @@
 -- functions planted in sno's schema, and from 0.1.0 through every script by
 -- tests/upgrade/extension_update.sh). Nothing is dropped: one new function, and the
 -- sno_generator view with its columns at the end.
+-- * the monitoring functions get row estimates (1 for the one-row ones, 10 for the others): the
+--   view was planned at 10^9 rows and JIT-compiled at every read;
 -- * new: sno_generator_status(), EXECUTE granted to PUBLIC, and its columns status,
 --   status_message, citus_group, citus_generations_left, flips and state_write_failures at the
 --   end of the sno_generator view (CREATE OR REPLACE VIEW keeps the views that use it and its
@@ -34,6 +36,14 @@ LANGUAGE c
 AS 'MODULE_PATHNAME', 'sno_generator_status_wrapper';
 
 GRANT EXECUTE ON FUNCTION @extschema@.sno_generator_status() TO PUBLIC;
+
+-- Row estimates (as sql/sno_monitoring.sql): without them the view is planned at 10^9 rows and
+-- JIT-compiled at every read.
+ALTER FUNCTION @extschema@.sno_generator_info() ROWS 1;
+ALTER FUNCTION @extschema@.sno_generator_slice() ROWS 1;
+ALTER FUNCTION @extschema@.sno_generator_status() ROWS 1;
+ALTER FUNCTION @extschema@.sno_generator_backends() ROWS 10;
+ALTER FUNCTION @extschema@.sno_generator_lineage() ROWS 10;
 
 CREATE OR REPLACE VIEW @extschema@.sno_generator AS
     SELECT i.*, s.*, t.* FROM @extschema@.sno_generator_info() i

@@ -198,26 +198,28 @@ pub fn generations_left(lineage: &State, g: u32) -> u32 {
 
 /// The source `sno_generate` would take in this database: the explicit partition, else what
 /// this database's Citus metadata says (`here`, when the glue may read it), else what another
-/// database published, else derived; and the refusal when `here` disagrees with what the
-/// server goes on with ([`citus::agrees`], only when no database is named to decide).
+/// database published, else derived; and, when `here` disagrees with what the server goes on
+/// with ([`citus::agrees`], only when no database is named to decide), what each says (here,
+/// the server).
 pub fn source(
     explicit: Option<u16>,
     here: Option<Node>,
     published: Option<Node>,
     kept: Option<u32>,
     named: bool,
-) -> (Source, bool) {
+) -> (Source, Option<(Node, Node)>) {
     if let Some(p) = explicit {
-        return (Source::Explicit(p), false);
+        return (Source::Explicit(p), None);
     }
     match here {
-        Some(node) => {
-            if !named && citus::agrees(node, published, kept).is_err() {
-                return (published.map_or(Source::Derived, Source::Citus), true);
-            }
-            (Source::Citus(node), false)
-        }
-        None => (published.map_or(Source::Derived, Source::Citus), false),
+        Some(node) => match citus::agrees(node, published, kept) {
+            Err(server) if !named => (
+                published.map_or(Source::Derived, Source::Citus),
+                Some((node, server)),
+            ),
+            _ => (Source::Citus(node), None),
+        },
+        None => (published.map_or(Source::Derived, Source::Citus), None),
     }
 }
 
@@ -291,7 +293,7 @@ mod tests {
         // A worker just added: nothing published, this database's metadata says group 2.
         let st = State::fresh(7, 100, 1, 11);
         let (source, disagrees) = source(None, Some(Node::Group(2)), None, None, false);
-        assert!(!disagrees);
+        assert!(disagrees.is_none());
         let f = forecast(
             Inputs {
                 citus_loaded: true,
@@ -327,14 +329,18 @@ mod tests {
             None,
             false,
         );
-        assert!(disagrees);
+        assert_eq!(disagrees, Some((Node::NotActivated, Node::Group(3))));
         assert_eq!(s, Source::Citus(Node::Group(3)));
         // Named: that database decides, the reading here is not compared.
-        assert!(!source(None, Some(Node::Group(4)), Some(Node::Group(3)), None, true).1);
+        assert!(
+            source(None, Some(Node::Group(4)), Some(Node::Group(3)), None, true)
+                .1
+                .is_none()
+        );
         // The explicit partition wins over everything.
         assert_eq!(
             source(Some(8), Some(Node::Group(4)), None, None, false),
-            (Source::Explicit(8), false)
+            (Source::Explicit(8), None)
         );
     }
 

@@ -130,7 +130,7 @@ pub fn publish(s: &Shared) -> Result<bool, Disagreement> {
 /// [`crate::generator::forecast`]). Reads Citus's catalog only where `publish` would: in the
 /// database that decides, in a backend that has not read it yet, outside recovery and parallel
 /// workers; elsewhere it goes by what was published, as `sno_generate` there does.
-pub fn peek(s: &Shared) -> (crate::generator::citus::Source, bool) {
+pub fn peek(s: &Shared) -> (crate::generator::citus::Source, Option<(Node, Node)>) {
     let explicit = crate::pg::gucs::partition();
     let kept = crate::pg::shmem::lineage_snapshot(s).citus_group;
     let kept = (kept != crate::generator::lineage::NO_GROUP).then_some(kept);
@@ -144,6 +144,14 @@ pub fn peek(s: &Shared) -> (crate::generator::citus::Source, bool) {
         && named.as_deref().is_none_or(this_database_is);
     let here = if may_read { local_node() } else { None };
     crate::generator::forecast::source(explicit, here, published(s), kept, named.is_some())
+}
+
+/// A node as the messages name it.
+pub fn describe(n: Node) -> String {
+    match n {
+        Node::Group(g) => format!("the node of Citus group {g}"),
+        Node::NotActivated => "not a node of a Citus cluster".to_string(),
+    }
 }
 
 /// Whether this backend's database is named `name`.

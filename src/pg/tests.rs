@@ -449,6 +449,28 @@ mod tests {
         assert_eq!(partition, one::<i32>("SELECT partition FROM sno_generator"));
     }
 
+    /// The view tells what the next `sno_generate` does: ready, and the partition it then
+    /// writes; told before any ID of this backend and after, without changing anything.
+    #[pg_test]
+    fn the_status_tells_the_partition_the_next_id_gets() {
+        let told = one::<String>(
+            "SELECT format('%s %s %s %s', status, status_message IS NULL, partition, sno_current_partition()) FROM sno_generator",
+        );
+        let made = one::<i32>("SELECT sno_partition(sno_generate(1))");
+        assert_eq!(told, format!("ready t {made} {made}"));
+        assert_eq!(
+            one::<String>("SELECT format('%s %s', status, partition) FROM sno_generator"),
+            format!("ready {made}")
+        );
+        // No failed write on a test server, and no Citus.
+        assert_eq!(
+            one::<String>(
+                "SELECT format('%s %s', state_write_failures, citus_group IS NULL) FROM sno_generator"
+            ),
+            "0 t"
+        );
+    }
+
     /// `sno_generator_lineage` copies some 16 kB: it takes no lock at all (a sequence counter
     /// tells a copy that overlapped a change), so it runs while the generator's lock is held
     /// exclusively (here by this backend itself: a regression hangs this test), and returns

@@ -187,9 +187,12 @@ node_psql_db c2 other -U mon -c "SELECT * FROM sno_generator" -c "SELECT sno_cur
 check "monitoring in a second database with Citus changes nothing" "$(citus_generator c2)" "$c2_gen"
 node_gen c2 beside-other 2000
 check "c2 still makes IDs as its group" "$(ledger_partitions c2 beside-other)" "$((g1 + 4096))"
+told="$(node_psql_db c2 other -U mon -c "SELECT status || '|' || status_message FROM sno_generator")"
 out="$(node_psql_db c2 other -c "SELECT sno_generate(1)" 2>&1 || true)"
 check "sno_generate in the disagreeing database is refused" "$(msg_field ERROR "$out")" \
     "the Citus metadata of database \"other\" disagrees with this server's Citus node group"
+check "the view there (as role mon) told it first: citus_disagreement, the same error and HINT" \
+    "$(head -n 1 <<<"$told")|$(msg_field HINT "$told")" "citus_disagreement|$(msg_field ERROR "$out")|$(msg_field HINT "$out")"
 CL_HINT="$(msg_field HINT "$out")"
 check "its HINT" "$CL_HINT" \
     "Set sno.citus_database to the name of the database that holds this node's Citus metadata, in postgresql.conf or with ALTER SYSTEM, and reload the configuration: only that database's metadata then decides the node's group, and sessions in every other database make IDs as it says."

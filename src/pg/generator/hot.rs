@@ -173,16 +173,10 @@ pub(super) fn generate_slow(b: &mut Backend, meta: u8) -> Sno {
     }
     // Once per backend, in a database with Citus: this server's node group.
     if let Err(d) = crate::pg::citus::publish(s) {
-        let name = |n: crate::generator::citus::Node| match n {
-            crate::generator::citus::Node::Group(g) => format!("the node of Citus group {g}"),
-            crate::generator::citus::Node::NotActivated => {
-                "not a node of a Citus cluster".to_string()
-            }
-        };
         errors::raise(Problem::CitusDisagreement {
             database: &crate::pg::citus::this_database(),
-            here: &name(d.here),
-            server: &name(d.server),
+            here: &crate::pg::citus::describe(d.here),
+            server: &crate::pg::citus::describe(d.server),
         });
     }
     let timeline = wal_timeline();

@@ -29,7 +29,7 @@ use pgrx::prelude::*;
 
 /// What the next `sno_generate` in this database would do, and the partition's source as the
 /// views name it.
-fn forecast_here(s: &Shared) -> (Forecast, String) {
+fn forecast_here(s: &Shared) -> (Forecast, String, Option<(Node, Node)>) {
     // SAFETY: reads a shared flag.
     let recovery = unsafe { pg_sys::RecoveryInProgress() };
     let file = match s.state.load(Relaxed) {
@@ -46,7 +46,7 @@ fn forecast_here(s: &Shared) -> (Forecast, String) {
             file,
             citus_loaded: crate::pg::citus::loaded(),
             source,
-            disagreement,
+            disagreement: disagreement.is_some(),
             timeline: if recovery { 0 } else { wal_timeline() },
             clock_in_range: clock_units() != OUT_OF_RANGE,
         },
@@ -59,12 +59,12 @@ fn forecast_here(s: &Shared) -> (Forecast, String) {
         (Source::Citus(Node::NotActivated), None) => "citus".to_string(),
         (Source::Derived, None) => "system identifier".to_string(),
     };
-    (f, named)
+    (f, named, disagreement)
 }
 
 /// The error `sno_generate` would raise for `f`, as psql shows it (message, DETAIL, HINT); for
 /// a ready generator whose partition is not decided yet, why.
-fn status_message(s: &Shared, f: &Forecast) -> Option<String> {
+fn status_message(s: &Shared, f: &Forecast, disagreement: Option<(Node, Node)>) -> Option<String> {
     let problem = match (f.status, f.refusal) {
         (Status::Ready, _) if f.partition.is_none() => {
             return Some(
@@ -83,9 +83,15 @@ fn status_message(s: &Shared, f: &Forecast) -> Option<String> {
         },
         (Status::ClockOutOfRange, _) => Problem::ClockOutOfRange,
         (Status::CitusDisagreement, _) => {
-            return Some(
-                "The Citus metadata of this database disagrees with this server's Citus node group: sno_generate here raises the error whose HINT names sno.citus_database.".to_string(),
-            )
+            let (here, server) = disagreement?;
+            return Some(text(
+                Problem::CitusDisagreement {
+                    database: &crate::pg::citus::this_database(),
+                    here: &crate::pg::citus::describe(here),
+                    server: &crate::pg::citus::describe(server),
+                }
+                .report(),
+            ));
         }
         (Status::NotPreloaded, _) => Problem::NotPreloaded,
         (_, None) => return None,
@@ -167,7 +173,7 @@ pub(super) fn generator_info() -> TableIterator<
         )
     });
     let (hi, opened, regressions) = opened;
-    let (f, source) = forecast_here(s);
+    let (f, source, _) = forecast_here(s);
     let slots = shmem::slots(s);
     let live: u64 = slots
         .iter()
@@ -241,11 +247,11 @@ pub(super) fn sno_generator_status() -> TableIterator<
             0,
         ));
     };
-    let (f, _) = forecast_here(s);
+    let (f, _, disagreement) = forecast_here(s);
     let flips = shmem::read(s, |g| g.timeline.flips);
     TableIterator::once((
         f.status.code().to_string(),
-        status_message(s, &f),
+        status_message(s, &f, disagreement),
         f.citus_group.map(|g| g as i32),
         f.generations_left.map(|n| n as i32),
         flips as i64,
