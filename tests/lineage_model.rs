@@ -1101,6 +1101,7 @@ impl World {
                 citus_loaded: false,
                 source: configured.map_or(Source::Derived, Source::Explicit),
                 disagreement: false,
+                parallel_unread: false,
                 timeline: tli,
                 clock_in_range: true,
             },

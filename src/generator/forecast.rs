@@ -34,13 +34,16 @@ pub enum Status {
     CitusGroupTooLarge,
     /// This database's Citus metadata disagrees with the group the server goes on with.
     CitusDisagreement,
+    /// A parallel worker, in the database whose Citus metadata decides, before any session
+    /// read the node's group: it cannot read it.
+    CitusUnread,
     /// The system clock is outside the time range of the format.
     ClockOutOfRange,
 }
 
 impl Status {
     /// Every status, in the order the documentation lists them.
-    pub const ALL: [Status; 11] = [
+    pub const ALL: [Status; 12] = [
         Status::Ready,
         Status::Standby,
         Status::NotPreloaded,
@@ -51,6 +54,7 @@ impl Status {
         Status::CitusNotActivated,
         Status::CitusGroupTooLarge,
         Status::CitusDisagreement,
+        Status::CitusUnread,
         Status::ClockOutOfRange,
     ];
 
@@ -67,6 +71,7 @@ impl Status {
             Status::CitusNotActivated => "citus_not_activated",
             Status::CitusGroupTooLarge => "citus_group_too_large",
             Status::CitusDisagreement => "citus_disagreement",
+            Status::CitusUnread => "citus_unread",
             Status::ClockOutOfRange => "clock_out_of_range",
         }
     }
@@ -107,6 +112,8 @@ pub struct Inputs {
     pub source: Source,
     /// This database's Citus metadata disagrees with what the server goes on with.
     pub disagreement: bool,
+    /// A parallel worker that cannot read the node's group, which nothing decided yet.
+    pub parallel_unread: bool,
     /// The WAL timeline new IDs would be judged on.
     pub timeline: u32,
     /// The system clock is within the range of the format.
@@ -159,6 +166,9 @@ pub fn forecast(inputs: Inputs, mut lineage: State) -> Forecast {
     if inputs.disagreement {
         return refused(Status::CitusDisagreement, None);
     }
+    if inputs.parallel_unread {
+        return refused(Status::CitusUnread, None);
+    }
     let derived = matches!(inputs.source, Source::Derived);
     if inputs.file != File::Ready && (!derived || inputs.citus_loaded) {
         let status = match inputs.file {
@@ -200,7 +210,8 @@ pub fn generations_left(lineage: &State, g: u32) -> u32 {
 /// this database's Citus metadata says (`here`, when the glue may read it), else what another
 /// database published, else derived; and, when `here` disagrees with what the server goes on
 /// with ([`citus::agrees`], only when no database is named to decide), what each says (here,
-/// the server).
+/// the server). `sno_generate` reads Citus and refuses a disagreeing database whatever the
+/// partition's source, an explicit one included: so does this.
 pub fn source(
     explicit: Option<u16>,
     here: Option<Node>,
@@ -208,19 +219,18 @@ pub fn source(
     kept: Option<u32>,
     named: bool,
 ) -> (Source, Option<(Node, Node)>) {
-    if let Some(p) = explicit {
-        return (Source::Explicit(p), None);
-    }
-    match here {
-        Some(node) => match citus::agrees(node, published, kept) {
-            Err(server) if !named => (
-                published.map_or(Source::Derived, Source::Citus),
-                Some((node, server)),
-            ),
-            _ => (Source::Citus(node), None),
-        },
-        None => (published.map_or(Source::Derived, Source::Citus), None),
-    }
+    let disagreement = match here {
+        Some(node) if !named => citus::agrees(node, published, kept)
+            .err()
+            .map(|server| (node, server)),
+        _ => None,
+    };
+    let source = match (explicit, here) {
+        (Some(p), _) => Source::Explicit(p),
+        (None, Some(node)) if disagreement.is_none() => Source::Citus(node),
+        _ => published.map_or(Source::Derived, Source::Citus),
+    };
+    (source, disagreement)
 }
 
 #[cfg(test)]
@@ -236,6 +246,7 @@ mod tests {
             citus_loaded: false,
             source,
             disagreement: false,
+            parallel_unread: false,
             timeline: 1,
             clock_in_range: true,
         }
@@ -337,10 +348,24 @@ mod tests {
                 .1
                 .is_none()
         );
-        // The explicit partition wins over everything.
+        // The explicit partition is the source ...
         assert_eq!(
             source(Some(8), Some(Node::Group(4)), None, None, false),
             (Source::Explicit(8), None)
+        );
+        // ... but a disagreeing database is refused all the same, as sno_generate does.
+        assert_eq!(
+            source(
+                Some(8),
+                Some(Node::NotActivated),
+                Some(Node::Group(3)),
+                None,
+                false
+            ),
+            (
+                Source::Explicit(8),
+                Some((Node::NotActivated, Node::Group(3)))
+            )
         );
     }
 

@@ -144,13 +144,17 @@ pub struct Timeline {
     /// A long horizon is written on one timeline only once the other's is behind the clock
     /// ([`Timeline::idle_lease`]).
     pub durable_max: [i64; 2],
-    /// The latest clock reading the slow path was given since start-up (0: none yet).
+    /// The highest clock reading the slow path was given since start-up (0: none yet). A flip
+    /// with the clock behind it is the clock's doing; one with the clock at or past it resumes
+    /// before time known only from a durable bound (a restart or promotion within a lease, a
+    /// partition taken over): no clock moved back.
     pub seen: u64,
+    /// The slow path's previous clock reading (0: none yet).
+    pub last: u64,
     /// Tick-tock flips since start-up, of any cause.
     pub flips: u64,
-    /// Of those, the ones the clock caused: it read a unit before [`Timeline::seen`]. The
-    /// others resumed past time known only from a durable bound (a restart or promotion within
-    /// a lease, a partition taken over): no clock moved back.
+    /// Clock regressions since start-up: readings behind the previous one, each step back
+    /// counted once, whether it flips the tick-tock bit or waits.
     pub regressions: u64,
 }
 
@@ -251,6 +255,7 @@ impl Timeline {
             returned: [0; RETURNED],
             durable_max: [0, -1],
             seen: 0,
+            last: 0,
             flips: 0,
             regressions: 0,
         }
@@ -274,6 +279,7 @@ impl Timeline {
             returned: [0; RETURNED],
             durable_max: crate::generator::lineage::ticks(&p),
             seen: 0,
+            last: 0,
             flips: 0,
             regressions: 0,
         }
@@ -443,7 +449,8 @@ impl Timeline {
         }
         self.close(c);
         let mut flipped = false;
-        let clock_went_back = now < self.seen;
+        self.regressions += u64::from(now < self.last);
+        self.last = now;
         self.seen = self.seen.max(now);
         if now > self.hi {
             self.hi = now;
@@ -459,7 +466,6 @@ impl Timeline {
                 self.safe = self.hi as i64;
                 self.drifts += 1;
                 self.flips += 1;
-                self.regressions += u64::from(clock_went_back);
                 self.hi = now;
                 self.next = self.slice.min as u32;
                 flipped = true;
@@ -914,6 +920,18 @@ mod tests {
         tl.advance(&c, 1500, false);
         tl.advance(&c, 1400, false);
         assert_eq!((tl.flips, tl.regressions, tl.seen), (1, 1, 1500));
+        // Back again, into time used on both timelines: it waits, and counts once however often
+        // the slow path then reads the clock on its way forward.
+        tl.advance(&c, 1450, false);
+        assert!(matches!(
+            tl.advance(&c, 1300, false),
+            Grant::ClockBehind { .. }
+        ));
+        assert!(matches!(
+            tl.advance(&c, 1301, false),
+            Grant::ClockBehind { .. }
+        ));
+        assert_eq!((tl.flips, tl.regressions), (1, 2));
     }
 
     #[test]

@@ -16,7 +16,8 @@
 //! in, as long as all agree with what was published and with the group the lineage keeps. A
 //! second database with Citus that disagrees (not activated, or another cluster's metadata)
 //! changes nothing: `sno_generate` refuses there, with a HINT naming the setting. The
-//! monitoring functions never read Citus: any role may call them, in any database.
+//! monitoring functions read the group as `sno_generate` would ([`peek`]) but publish nothing:
+//! any role may call them, in any database.
 
 use crate::generator::citus::Node;
 use crate::pg::shmem::Shared;
@@ -83,20 +84,60 @@ pub struct Disagreement {
     pub server: Node,
 }
 
+/// Why `sno_generate` may not take the group [`publish`] read.
+pub enum Refused {
+    /// This database's Citus metadata disagrees with the group the server goes on with.
+    Disagreement(Disagreement),
+    /// In parallel mode, in a database with Citus, on a server where nothing decided the group
+    /// yet: Citus's catalog cannot be read ([`parallel_unread`]).
+    ParallelUnread,
+}
+
+/// Whether a call in parallel mode would have to read the node's group and cannot: the Citus
+/// library loaded, no explicit partition, no group published or kept in the lineage, and this
+/// database the one whose Citus metadata decides (it has the citus extension, and
+/// `sno.citus_database` names it or nothing). A serial call would read the group there (or be
+/// refused: not a node yet, a disagreeing database), so this one must not go on with a derived
+/// partition.
+fn parallel_unread(s: &'static Shared, kept: Option<u32>) -> bool {
+    if crate::pg::gucs::partition().is_some() || published(s).is_some() || kept.is_some() {
+        return false;
+    }
+    if let Some(db) = crate::pg::gucs::citus_database() {
+        if !this_database_is(&db) {
+            return false;
+        }
+    }
+    // SAFETY: a catalog lookup by name (syscache); `true`: no error when missing.
+    unsafe { pg_sys::get_extension_oid(c"citus".as_ptr(), true) != pg_sys::InvalidOid }
+}
+
+/// The Citus group the lineage keeps, if any.
+fn kept(s: &'static Shared) -> Option<u32> {
+    let kept = crate::pg::shmem::read(s, |g| g.lineage.citus_group);
+    (kept != crate::generator::lineage::NO_GROUP).then_some(kept)
+}
+
 /// Reads Citus once per backend and publishes what it found. Whether the server-wide value
 /// changed (the lineage must be judged again). Called by `sno_generate` only.
-pub fn publish(s: &Shared) -> Result<bool, Disagreement> {
+pub fn publish(s: &'static Shared) -> Result<bool, Refused> {
     // Cheapest first: a server without Citus stops at `loaded`. A standby makes no IDs, and
     // reading Citus's catalog there fails inside Citus (it asks for a transaction ID): its group
-    // is read once it is promoted. A parallel worker takes the group its leader published (the
-    // leader made IDs or read the view first), and runs no query through Citus's planner.
+    // is read once it is promoted. In parallel mode (a parallel worker, or its leader while the
+    // workers run) no query goes through Citus's planner (it would ask for a transaction ID,
+    // which parallel mode forbids): the group published or kept is taken, and with neither where
+    // a serial call would read it, the call is refused.
     // SAFETY: plain reads of a shared flag and of a process global.
-    if READ.load(Relaxed)
-        || !loaded()
-        || unsafe { pg_sys::RecoveryInProgress() }
-        || unsafe { pg_sys::ParallelWorkerNumber } >= 0
-    {
+    if READ.load(Relaxed) || !loaded() || unsafe { pg_sys::RecoveryInProgress() } {
         return Ok(false);
+    }
+    // SAFETY: plain read of a process global.
+    if unsafe { pg_sys::IsInParallelMode() } {
+        return if parallel_unread(s, kept(s)) {
+            Err(Refused::ParallelUnread)
+        } else {
+            Ok(false)
+        };
     }
     let named = crate::pg::gucs::citus_database();
     if let Some(db) = &named {
@@ -110,10 +151,8 @@ pub fn publish(s: &Shared) -> Result<bool, Disagreement> {
         return Ok(false);
     };
     if named.is_none() {
-        let kept = crate::pg::shmem::lineage_snapshot(s).citus_group;
-        let kept = (kept != crate::generator::lineage::NO_GROUP).then_some(kept);
-        if let Err(server) = crate::generator::citus::agrees(node, published(s), kept) {
-            return Err(Disagreement { here: node, server });
+        if let Err(server) = crate::generator::citus::agrees(node, published(s), kept(s)) {
+            return Err(Refused::Disagreement(Disagreement { here: node, server }));
         }
     }
     let code = match node {
@@ -124,26 +163,68 @@ pub fn publish(s: &Shared) -> Result<bool, Disagreement> {
     Ok(s.citus_node.swap(code, Relaxed) != code)
 }
 
-/// Where `sno_generate` in this database would take the partition from, and whether this
-/// database's Citus metadata disagrees with what the server goes on with: read as
-/// [`publish`] reads it, but nothing is published (the monitoring views,
-/// [`crate::generator::forecast`]). Reads Citus's catalog only where `publish` would: in the
-/// database that decides, in a backend that has not read it yet, outside recovery and parallel
-/// workers; elsewhere it goes by what was published, as `sno_generate` there does.
-pub fn peek(s: &Shared) -> (crate::generator::citus::Source, Option<(Node, Node)>) {
+/// A group this backend's [`peek`] read (a node's group never changes once it has one), or
+/// [`UNREAD`].
+static PEEKED: core::sync::atomic::AtomicU32 = core::sync::atomic::AtomicU32::new(UNREAD);
+
+/// What the monitoring views tell of the partition's source in this database.
+pub struct Peek {
+    /// Where `sno_generate` here would take the partition from.
+    pub source: crate::generator::citus::Source,
+    /// This database's Citus metadata disagrees with what the server goes on with (here, the
+    /// server).
+    pub disagreement: Option<(Node, Node)>,
+    /// A parallel worker that would be refused ([`Refused::ParallelUnread`]).
+    pub parallel_unread: bool,
+}
+
+/// Where `sno_generate` in this database would take the partition from, and whether it would
+/// refuse for Citus's sake: read as [`publish`] reads it, but nothing is published (the
+/// monitoring views, [`crate::generator::forecast`]). Reads Citus's catalog only where
+/// `publish` would (the database that decides, a backend that has not read it yet, outside
+/// recovery and parallel mode), once per backend when it finds a group, and only if the
+/// caller may read the two tables (PUBLIC may, unless an administrator revoked it: then the
+/// views go by what was published). Elsewhere it goes by what was published, as
+/// `sno_generate` there does.
+pub fn peek(s: &'static Shared) -> Peek {
     let explicit = crate::pg::gucs::partition();
-    let kept = crate::pg::shmem::lineage_snapshot(s).citus_group;
-    let kept = (kept != crate::generator::lineage::NO_GROUP).then_some(kept);
+    let kept = kept(s);
+    // SAFETY: plain reads of a shared flag and of process globals.
+    let (recovery, worker) = unsafe { (pg_sys::RecoveryInProgress(), pg_sys::IsInParallelMode()) };
     let named = crate::pg::gucs::citus_database();
-    // SAFETY: plain reads of a shared flag and of a process global.
-    let may_read = explicit.is_none()
-        && !READ.load(Relaxed)
-        && loaded()
-        && !unsafe { pg_sys::RecoveryInProgress() }
-        && unsafe { pg_sys::ParallelWorkerNumber } < 0
-        && named.as_deref().is_none_or(this_database_is);
-    let here = if may_read { local_node() } else { None };
-    crate::generator::forecast::source(explicit, here, published(s), kept, named.is_some())
+    let unread = !READ.load(Relaxed) && loaded() && !recovery;
+    let may_read = unread && !worker && named.as_deref().is_none_or(this_database_is);
+    let here = match PEEKED.load(Relaxed) {
+        _ if !may_read => None,
+        UNREAD => {
+            let node = readable().then(local_node).flatten();
+            if let Some(Node::Group(g)) = node {
+                PEEKED.store(g, Relaxed);
+            }
+            node
+        }
+        g => Some(Node::Group(g)),
+    };
+    let (source, disagreement) =
+        crate::generator::forecast::source(explicit, here, published(s), kept, named.is_some());
+    Peek {
+        source,
+        disagreement,
+        parallel_unread: unread && worker && parallel_unread(s, kept),
+    }
+}
+
+/// Whether the current role may read the two Citus tables [`local_node`] reads.
+fn readable() -> bool {
+    [c"pg_dist_local_group", c"pg_dist_node"].iter().all(|t| {
+        // SAFETY: a catalog lookup by name, and an ACL check of the current role.
+        unsafe {
+            let rel = pg_sys::get_relname_relid(t.as_ptr(), pg_sys::PG_CATALOG_NAMESPACE.into());
+            rel != pg_sys::InvalidOid
+                && pg_sys::pg_class_aclcheck(rel, pg_sys::GetUserId(), pg_sys::ACL_SELECT as _)
+                    == pg_sys::AclResult::ACLCHECK_OK
+        }
+    })
 }
 
 /// A node as the messages name it.

@@ -20,6 +20,12 @@ const CITUS_TOP: &str = "one no other server uses from the top of the range, who
 /// An explicit partition for a server outside a Citus cluster.
 const NEW_PARTITION: &str = "a sno.partition no server has used, below 61440 (sno reserves 61440-65535), for example the first of 61439, 57343, 53247, ... (4095 + 4096 * k, k from 14 down to 0) that no server has used";
 
+/// The setting that forces parallel plans, as this major names it.
+#[cfg(feature = "pg15")]
+const PARALLEL_DEBUG: &str = "force_parallel_mode";
+#[cfg(not(feature = "pg15"))]
+const PARALLEL_DEBUG: &str = "debug_parallel_query";
+
 /// The time range of the format, for DETAILs.
 const RANGE: &str = "2010-01-01 00:00:00 UTC to 2079-09-07 15:47:35.551999 UTC";
 
@@ -83,6 +89,8 @@ pub enum Problem<'a> {
     /// This database's Citus metadata (`here`, as "group N" or "not a node") disagrees with the
     /// group the server goes on with (`server`), and no `sno.citus_database` names the
     /// deciding database.
+    /// A parallel worker cannot read the node's Citus group, and nothing decided it yet.
+    CitusParallelUnread,
     CitusDisagreement {
         database: &'a str,
         here: &'a str,
@@ -260,6 +268,12 @@ impl Problem<'_> {
             )
             .detail("sno gives each Citus node group its own partitions, and this server has no group yet: pg_dist_local_group reads 0 and it knows no nodes.")
             .hint(format!("If this server is the coordinator, run SELECT citus_set_coordinator_host('<host>', {port}); here, with <host> the name the workers reach it by. If it is to be a worker, run SELECT citus_add_node('<host>', {port}); on the coordinator, with <host> the name the coordinator reaches it by. Otherwise give it its own sno.partition, {CITUS_TOP}, and reload the configuration.")),
+            Problem::CitusParallelUnread => Report::new(
+                Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+                "sno_generate cannot read this server's Citus node group in a parallel query",
+            )
+            .detail("No session has made an ID in this database since the server started, so none has read the node's group in Citus's catalog yet, and a query running in parallel cannot read it.")
+            .hint(format!("Run SET {PARALLEL_DEBUG} = off; SELECT sno_generate(0); in this database: that first ID, made outside a parallel query, reads the group (or its error says why this server makes no IDs). Then run your query again.")),
             Problem::CitusDisagreement {
                 database,
                 here,

@@ -225,6 +225,25 @@ for n in w3 w4; do
     citus_node_init "$n"
     citus_start "$n"
     citus_node_setup "$n"
+    if [[ "$n" == w3 ]]; then
+        # Nothing read the group yet, and a parallel query cannot: refused there (not with a
+        # derived partition), and the view in one says so; the HINT followed as printed.
+        par="SET force_parallel_mode = on; SET parallel_setup_cost = 0;"
+        check "w3, nothing read yet: the view in a parallel query says citus_unread" \
+            "$(node_sql "$n" "$par SELECT status FROM sno_generator")" citus_unread
+        out="$(node_try "$n" "$par SELECT sno_generate(1)")"
+        check "w3, nothing read yet: sno_generate in a parallel query is refused" "$(msg_field ERROR "$out")" \
+            "sno_generate cannot read this server's Citus node group in a parallel query"
+        hint="$(msg_field HINT "$out")"
+        check "... its HINT" "$hint" \
+            "Run SET force_parallel_mode = off; SELECT sno_generate(0); in this database: that first ID, made outside a parallel query, reads the group (or its error says why this server makes no IDs). Then run your query again."
+        out="$(node_try "$n" "$par $(sed -n 's/^Run \(.*\) in this database:.*/\1/p' <<<"$hint")")"
+        check "the HINT's statements, run as printed: the error that says why (not a node yet)" \
+            "$(msg_field ERROR "$out")" "this server has Citus but is not a node of a Citus cluster yet"
+        out="$(node_try "$n" "$par SELECT sno_generate(1)")"
+        check "... and then the parallel query is refused the same way" \
+            "$(msg_field ERROR "$out")" "this server has Citus but is not a node of a Citus cluster yet"
+    fi
     check "$n with citus and sno, not a node yet: the view says sno_generate refuses" \
         "$(node_sql "$n" "SELECT status, partition IS NULL, partition_source FROM sno_generator")" "citus_not_activated|t|citus"
     citus_add_node "$n" >/dev/null

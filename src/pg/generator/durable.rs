@@ -460,8 +460,12 @@ pub(super) fn generator_initialize(
                     // Promises of the timeline replaced are not kept (absorb voids this round).
                     tl.round = g.timeline.round;
                     // Counters since start-up, and the latest clock reading, go on.
-                    (tl.seen, tl.flips, tl.regressions) =
-                        (g.timeline.seen, g.timeline.flips, g.timeline.regressions);
+                    (tl.seen, tl.last, tl.flips, tl.regressions) = (
+                        g.timeline.seen,
+                        g.timeline.last,
+                        g.timeline.flips,
+                        g.timeline.regressions,
+                    );
                     tl.absorb(g.timeline.durable(), &s.hot.cursor);
                     g.timeline = tl;
                     shmem::set_lineage(s, g, file);

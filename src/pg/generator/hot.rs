@@ -172,12 +172,18 @@ pub(super) fn generate_slow(b: &mut Backend, meta: u8) -> Sno {
         errors::raise(Problem::GenerateInRecovery);
     }
     // Once per backend, in a database with Citus: this server's node group.
-    if let Err(d) = crate::pg::citus::publish(s) {
-        errors::raise(Problem::CitusDisagreement {
-            database: &crate::pg::citus::this_database(),
-            here: &crate::pg::citus::describe(d.here),
-            server: &crate::pg::citus::describe(d.server),
-        });
+    match crate::pg::citus::publish(s) {
+        Ok(_) => {}
+        Err(crate::pg::citus::Refused::Disagreement(d)) => {
+            errors::raise(Problem::CitusDisagreement {
+                database: &crate::pg::citus::this_database(),
+                here: &crate::pg::citus::describe(d.here),
+                server: &crate::pg::citus::describe(d.server),
+            })
+        }
+        Err(crate::pg::citus::Refused::ParallelUnread) => {
+            errors::raise(Problem::CitusParallelUnread)
+        }
     }
     let timeline = wal_timeline();
     let mut waited_since: Option<std::time::Instant> = None;
@@ -198,9 +204,9 @@ pub(super) fn generate_slow(b: &mut Backend, meta: u8) -> Sno {
             if now == OUT_OF_RANGE {
                 return Err(SlowError::Clock);
             }
-            let regressions = g.timeline.regressions;
+            // A flip now is the clock's doing if it reads behind a reading it gave before.
+            clock_went_back = now < g.timeline.seen;
             let grant = g.timeline.advance(&s.hot.cursor, now, g.dirty);
-            clock_went_back = g.timeline.regressions != regressions;
             tick = g.timeline.tick();
             if let Grant::Open { opened, .. } = grant {
                 if opened {

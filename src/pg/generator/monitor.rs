@@ -28,8 +28,14 @@ use core::sync::atomic::Ordering::Relaxed;
 use pgrx::prelude::*;
 
 /// What the next `sno_generate` in this database would do, and the partition's source as the
-/// views name it.
-fn forecast_here(s: &Shared) -> (Forecast, String, Option<(Node, Node)>) {
+/// views name it, and a Citus disagreement (here, the server) if that is why it would refuse.
+///
+/// When the generator already judged the lineage for what it would judge now (the WAL
+/// timeline and the partition's source), `sno_generate` goes on without judging: so does this,
+/// from what the judgment left in shared memory, without copying the lineage (the common case;
+/// `sno_current_partition()` may be called for every row). Otherwise the judgment runs on a
+/// copy ([`forecast::forecast`]).
+fn forecast_here(s: &'static Shared) -> (Forecast, String, Option<(Node, Node)>) {
     // SAFETY: reads a shared flag.
     let recovery = unsafe { pg_sys::RecoveryInProgress() };
     let file = match s.state.load(Relaxed) {
@@ -37,21 +43,50 @@ fn forecast_here(s: &Shared) -> (Forecast, String, Option<(Node, Node)>) {
         shmem::STATE_MISSING => File::Missing,
         _ => File::Unusable,
     };
-    let (source, disagreement) = crate::pg::citus::peek(s);
-    let lineage = shmem::lineage_snapshot(s);
-    let kept = (lineage.citus_group != NO_GROUP).then_some(lineage.citus_group);
-    let f = forecast::forecast(
-        Inputs {
-            recovery,
-            file,
-            citus_loaded: crate::pg::citus::loaded(),
-            source,
-            disagreement: disagreement.is_some(),
-            timeline: if recovery { 0 } else { wal_timeline() },
-            clock_in_range: clock_units() != OUT_OF_RANGE,
-        },
-        lineage,
-    );
+    let peek = crate::pg::citus::peek(s);
+    let source = peek.source;
+    let timeline = if recovery { 0 } else { wal_timeline() };
+    let inputs = Inputs {
+        recovery,
+        file,
+        citus_loaded: crate::pg::citus::loaded(),
+        source,
+        disagreement: peek.disagreement.is_some(),
+        parallel_unread: peek.parallel_unread,
+        timeline,
+        clock_in_range: clock_units() != OUT_OF_RANGE,
+    };
+    let key = (timeline, super::durable::source_key(source));
+    let judged = shmem::read(s, |g| {
+        let group = g.lineage.citus_group;
+        let kept = (group != NO_GROUP).then_some(group);
+        let same = g.judged == key && !g.lineage.copied;
+        // The group's generations are counted on the locked state, not a copy of it.
+        let left = kept.map(|k| forecast::generations_left(&g.lineage, k));
+        (same, kept, left)
+    });
+    let (same, kept, left) = judged;
+    let quick = same
+        && file == File::Ready
+        && !recovery
+        && !inputs.disagreement
+        && !inputs.parallel_unread
+        && inputs.clock_in_range;
+    let f = if quick {
+        let group = match source {
+            Source::Explicit(_) => None,
+            _ => kept,
+        };
+        Forecast {
+            status: Status::Ready,
+            refusal: None,
+            partition: Some(s.partition.load(Relaxed) as u16),
+            citus_group: group,
+            generations_left: group.and(left),
+        }
+    } else {
+        forecast::forecast(inputs, shmem::lineage_snapshot(s))
+    };
     let named = match (source, kept) {
         (Source::Explicit(_), _) => "sno.partition".to_string(),
         (Source::Citus(Node::Group(g)), _) => format!("citus group {g}"),
@@ -59,7 +94,7 @@ fn forecast_here(s: &Shared) -> (Forecast, String, Option<(Node, Node)>) {
         (Source::Citus(Node::NotActivated), None) => "citus".to_string(),
         (Source::Derived, None) => "system identifier".to_string(),
     };
-    (f, named, disagreement)
+    (f, named, peek.disagreement)
 }
 
 /// The error `sno_generate` would raise for `f`, as psql shows it (message, DETAIL, HINT); for
@@ -94,6 +129,7 @@ fn status_message(s: &Shared, f: &Forecast, disagreement: Option<(Node, Node)>) 
             ));
         }
         (Status::NotPreloaded, _) => Problem::NotPreloaded,
+        (Status::CitusUnread, _) => Problem::CitusParallelUnread,
         (_, None) => return None,
     };
     Some(text(problem.report()))
