@@ -129,7 +129,9 @@ pub struct Forecast {
     pub refusal: Option<Refusal>,
     /// The partition it would write; `None` when it would write none, or when the partition
     /// is not decided yet (a derived partition is drawn again at the first ID after a
-    /// promotion, or when the one the lineage has was used by another member).
+    /// promotion, or when the one the lineage has was used by another member). On a standby:
+    /// the partition it will write once promoted (the judgment of a promotion, run on the
+    /// copy), `None` when that is drawn then.
     pub partition: Option<u16>,
     /// The Citus node group the partition belongs to.
     pub citus_group: Option<u32>,
@@ -161,7 +163,27 @@ pub fn forecast(inputs: Inputs, mut lineage: State) -> Forecast {
         generations_left: None,
     };
     if inputs.recovery {
-        return refused(Status::Standby, None);
+        // What a promotion (the next WAL timeline) would decide: the status stays standby.
+        let promoted = if lineage.timeline == 0 {
+            0
+        } else {
+            lineage.timeline.wrapping_add(1)
+        };
+        let mut f = forecast(
+            Inputs {
+                recovery: false,
+                file: File::Ready,
+                disagreement: false,
+                parallel_unread: false,
+                timeline: promoted,
+                clock_in_range: true,
+                ..inputs
+            },
+            lineage,
+        );
+        f.status = Status::Standby;
+        f.refusal = None;
+        return f;
     }
     if inputs.disagreement {
         return refused(Status::CitusDisagreement, None);
@@ -389,13 +411,18 @@ mod tests {
         let st = judged(Some(9));
         let f = |i: Inputs| forecast(i, st).status;
         let base = inputs(Source::Explicit(9));
-        assert_eq!(
-            f(Inputs {
-                recovery: true,
-                ..base
-            }),
-            Status::Standby
-        );
+        // A standby: not ready; the partition it will write once promoted, when decided.
+        let standby = Inputs {
+            recovery: true,
+            ..base
+        };
+        assert_eq!(f(standby), Status::Standby);
+        assert_eq!(forecast(standby, st).partition, Some(9));
+        let derived = Inputs {
+            recovery: true,
+            ..inputs(Source::Derived)
+        };
+        assert_eq!(forecast(derived, judged(None)).partition, None);
         assert_eq!(
             f(Inputs {
                 file: File::Missing,

@@ -14,7 +14,8 @@
 #      sno.partition 9 (ALTER SYSTEM, reload): source explicit, partition 9;
 #   c  a pg_basebackup copy of p started beside it: sno_generate fails with SQLSTATE 55000, the
 #      exporter shows status copy, ready 0 and no partition;
-#   s  a streaming standby of p: status standby, ready 0, no partition;
+#   s  a streaming standby of p: status standby, ready 0, no partition series (its view shows
+#      the partition it will use once promoted, 9);
 #   a Citus 13.2.2 cluster, coordinator co and workers w1, w2 (tests/citus/citus.bash), the
 #      role created on the coordinator only (Citus creates it, with its pg_monitor membership,
 #      on w1 and on w2 added later): an exporter on co with doc/monitoring/queries-citus.yaml
@@ -270,8 +271,8 @@ check_status() {
     check "$2: sno_generator.status" "$(node_sql "$2" "SELECT status FROM sno_generator")" "$3"
     check "exporter $1: one sno_status_ready series, status $3, value $4" \
         "$(m_value "$1" sno_status_ready | xargs)|$(m_label "$1" sno_status_ready status)" "$4|$3"
-    p="$(node_sql "$2" "SELECT sno_current_partition()")"
-    check "exporter $1: sno_partition_partition is sno_current_partition() (${p:-NULL}: no series)" \
+    p="$(node_sql "$2" "SELECT sno_current_partition() FROM sno_generator WHERE status = 'ready'")"
+    check "exporter $1: sno_partition_partition is sno_current_partition() of a ready server (${p:-none}: no series)" \
         "$(m_value "$1" sno_partition_partition | xargs)" "$p"
 }
 
@@ -368,6 +369,8 @@ exporter_start s s "$MON/queries.yaml"
 scrape s
 check_health s
 check_status s s standby 0
+check "s: the view shows the partition the standby will use once promoted" \
+    "$(node_sql s "SELECT partition, partition_source FROM sno_generator")" "9|sno.partition"
 
 # --- a Citus cluster ----------------------------------------------------------------------------------
 
