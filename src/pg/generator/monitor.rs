@@ -390,8 +390,9 @@ pub(super) fn sno_generator_lineage() -> TableIterator<
 }
 
 /// `sno_current_partition() → int`: the partition the next `sno_generate` in this database
-/// writes; NULL when it would make no ID now (sno not preloaded included), or the partition is
-/// not decided yet (the `sno_generator` view's `status` and `status_message` say why).
+/// writes (on a standby: the one it will write once promoted); NULL when it would make no ID
+/// now (sno not preloaded included), or the partition is not decided yet (the `sno_generator`
+/// view's `status` and `status_message` say why).
 #[pg_extern(stable, parallel_safe)]
 pub(super) fn sno_current_partition() -> Option<i32> {
     shmem::shared().and_then(|s| forecast_here(s).0.partition.map(i32::from))
