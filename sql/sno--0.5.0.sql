@@ -565,7 +565,7 @@ COMMENT ON FUNCTION sno_generate() IS 'a new sno ID with meta 0, unique on this 
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- src/pg/generator/monitor.rs:395
+-- src/pg/generator/monitor.rs:403
 -- sno::pg::generator::monitor::sno_current_partition
 CREATE  FUNCTION "sno_current_partition"() RETURNS INT /* Option < i32 > */
 STRICT STABLE PARALLEL SAFE
@@ -574,7 +574,7 @@ AS 'MODULE_PATHNAME', 'sno_current_partition_wrapper';
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- src/pg/generator/monitor.rs:320
+-- src/pg/generator/monitor.rs:327
 -- sno::pg::generator::monitor::sno_generator_backends
 CREATE  FUNCTION "sno_generator_backends"() RETURNS TABLE (
 	"pid" INT,  /* i32 */
@@ -595,7 +595,7 @@ AS 'MODULE_PATHNAME', 'generator_backends_wrapper';
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- src/pg/generator/monitor.rs:154
+-- src/pg/generator/monitor.rs:161
 -- sno::pg::generator::monitor::sno_generator_info
 CREATE  FUNCTION "sno_generator_info"() RETURNS TABLE (
 	"partition" INT,  /* Option < i32 > */
@@ -646,7 +646,7 @@ AS 'MODULE_PATHNAME', 'generator_initialize_wrapper';
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- src/pg/generator/monitor.rs:353
+-- src/pg/generator/monitor.rs:360
 -- sno::pg::generator::monitor::sno_generator_lineage
 CREATE  FUNCTION "sno_generator_lineage"() RETURNS TABLE (
 	"partition" INT,  /* i32 */
@@ -661,7 +661,7 @@ AS 'MODULE_PATHNAME', 'sno_generator_lineage_wrapper';
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- src/pg/generator/monitor.rs:301
+-- src/pg/generator/monitor.rs:308
 -- sno::pg::generator::monitor::sno_generator_slice
 CREATE  FUNCTION "sno_generator_slice"() RETURNS TABLE (
 	"sequence_min" INT,  /* i32 */
@@ -674,7 +674,7 @@ AS 'MODULE_PATHNAME', 'sno_generator_slice_wrapper';
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- src/pg/generator/monitor.rs:258
+-- src/pg/generator/monitor.rs:265
 -- sno::pg::generator::monitor::sno_generator_status
 CREATE  FUNCTION "sno_generator_status"() RETURNS TABLE (
 	"status" TEXT,  /* String */

@@ -258,7 +258,6 @@ pub fn source(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::generator::lineage::NOTHING;
     use crate::generator::timeline::Persisted;
 
     fn inputs(source: Source) -> Inputs {
@@ -403,7 +402,6 @@ mod tests {
             .unwrap();
         assert_eq!(generations_left(&st, 3), 14);
         assert_eq!(generations_left(&State::fresh(7, 1, 1, 1), 3), 16);
-        let _ = NOTHING;
     }
 
     #[test]

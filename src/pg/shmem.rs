@@ -11,7 +11,7 @@
 
 use crate::generator::lineage::{Partitions, State, NO_GROUP};
 use crate::generator::state_file;
-use crate::generator::timeline::{derived_partition, Cursor, Slice, Timeline};
+use crate::generator::timeline::{Cursor, Slice, Timeline};
 use crate::pg::errors::{self, Problem};
 use core::cell::UnsafeCell;
 use core::sync::atomic::{
@@ -66,9 +66,6 @@ pub struct Shared {
     pub round: AtomicU64,
     /// The cluster's system identifier, read at start-up.
     pub system_identifier: u64,
-    /// The partition derived from the system identifier and the incarnation (used when
-    /// `sno.partition` is -1); changed under `lock`.
-    pub derived_partition: AtomicU32,
     /// The partition judged for use (what `sno_generate` writes); changed under `lock`.
     pub partition: AtomicU32,
     /// `sno.partition` as the postmaster last read it (at start and at each reload, before it
@@ -446,10 +443,6 @@ pub fn set_lineage(s: &Shared, g: &mut Guarded, st: State) {
     // `lineage_seq` did not move meanwhile (lineage_snapshot).
     unsafe { core::ptr::write_volatile(s.lineage_view.get(), st) };
     s.lineage_seq.fetch_add(1, Ordering::Release);
-    s.derived_partition.store(
-        derived_partition(s.system_identifier, st.incarnation) as u32,
-        Ordering::Relaxed,
-    );
 }
 
 /// Records why the state file is unusable (cut to the buffer at a character boundary).
@@ -677,7 +670,6 @@ unsafe extern "C-unwind" fn on_startup() {
                 dirty: false,
             }),
             system_identifier: sysid,
-            derived_partition: AtomicU32::new(0),
             partition: AtomicU32::new(0),
             configured: AtomicI32::new(crate::pg::gucs::partition_setting()),
             moved_own: Partitions::NONE,

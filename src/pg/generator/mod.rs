@@ -30,9 +30,7 @@ pub use durable::{replay, settle, stop};
 
 use crate::pg::errors::{self, Problem};
 
-use crate::pg::gucs;
 use crate::pg::shmem::{self, Shared};
-use core::sync::atomic::Ordering::Relaxed;
 use pgrx::pg_sys;
 
 /// The shard table, or the error a user can act on.
@@ -41,23 +39,6 @@ pub(super) fn shared_or_raise() -> &'static Shared {
         Some(s) => s,
         None if shmem::preloaded() => errors::raise(Problem::NoSharedMemory),
         None => errors::raise(Problem::NotPreloaded),
-    }
-}
-
-/// The partition to write and where it comes from: `sno.partition`, the Citus node group it
-/// was judged for, or the one derived from the system identifier.
-pub fn effective_partition(s: &Shared) -> (u16, std::borrow::Cow<'static, str>) {
-    let group = s.citus_group.load(Relaxed);
-    match gucs::partition() {
-        Some(p) => (p, "sno.partition".into()),
-        None if group != crate::generator::lineage::NO_GROUP => (
-            s.partition.load(Relaxed) as u16,
-            format!("citus group {group}").into(),
-        ),
-        None => (
-            s.derived_partition.load(Relaxed) as u16,
-            "system identifier".into(),
-        ),
     }
 }
 

@@ -34,8 +34,12 @@ use pgrx::prelude::*;
 /// timeline and the partition's source), `sno_generate` goes on without judging: so does this,
 /// from what the judgment left in shared memory, without copying the lineage (the common case;
 /// `sno_current_partition()` may be called for every row). Otherwise the judgment runs on a
-/// copy ([`forecast::forecast`]).
-fn forecast_here(s: &'static Shared) -> (Forecast, String, Option<(Node, Node)>) {
+/// copy ([`forecast::forecast`]). `generations`: count the Citus group's generations left
+/// (only the view shows them).
+fn forecast_here(
+    s: &'static Shared,
+    generations: bool,
+) -> (Forecast, String, Option<(Node, Node)>) {
     // SAFETY: reads a shared flag.
     let recovery = unsafe { pg_sys::RecoveryInProgress() };
     let file = match s.state.load(Relaxed) {
@@ -61,8 +65,11 @@ fn forecast_here(s: &'static Shared) -> (Forecast, String, Option<(Node, Node)>)
         let group = g.lineage.citus_group;
         let kept = (group != NO_GROUP).then_some(group);
         let same = g.judged == key && !g.lineage.copied;
-        // The group's generations are counted on the locked state, not a copy of it.
-        let left = kept.map(|k| forecast::generations_left(&g.lineage, k));
+        // The group's generations are counted on the locked state, not a copy of it, and only
+        // for the view that shows them.
+        let left = kept
+            .filter(|_| generations)
+            .map(|k| forecast::generations_left(&g.lineage, k));
         (same, kept, left)
     });
     let (same, kept, left) = judged;
@@ -209,7 +216,7 @@ pub(super) fn generator_info() -> TableIterator<
         )
     });
     let (hi, opened, regressions) = opened;
-    let (f, source, _) = forecast_here(s);
+    let (f, source, _) = forecast_here(s, false);
     let slots = shmem::slots(s);
     let live: u64 = slots
         .iter()
@@ -283,7 +290,7 @@ pub(super) fn sno_generator_status() -> TableIterator<
             0,
         ));
     };
-    let (f, _, disagreement) = forecast_here(s);
+    let (f, _, disagreement) = forecast_here(s, true);
     let flips = shmem::read(s, |g| g.timeline.flips);
     TableIterator::once((
         f.status.code().to_string(),
@@ -395,5 +402,5 @@ pub(super) fn sno_generator_lineage() -> TableIterator<
 /// view's `status` and `status_message` say why).
 #[pg_extern(stable, parallel_safe)]
 pub(super) fn sno_current_partition() -> Option<i32> {
-    shmem::shared().and_then(|s| forecast_here(s).0.partition.map(i32::from))
+    shmem::shared().and_then(|s| forecast_here(s, false).0.partition.map(i32::from))
 }
