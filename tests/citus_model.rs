@@ -34,7 +34,7 @@
 //! async, or a backup kept for PITR); primaries killed, standbys lost; promotions of a sync or
 //! an async standby (the old primary killed, or left running: split brain), the siblings whose
 //! WAL allows following the promoted one; failover storms (a group promoted up to 20 times in
-//! a row, so that some groups use all 16 generations); a dead primary started again (a
+//! a row, so that some groups use all 15 live generations); a dead primary started again (a
 //! restart, or split brain once another server replaced it) or rewound (pg_rewind: the new
 //! primary's state file and WAL, a `backup_label`) into a standby of a primary of its cluster;
 //! clean restarts; PITR (a base backup restored, its archive replayed to a target, promoted on
@@ -52,13 +52,13 @@
 //!   one partition;
 //! * within a group, a partition is used by a second incarnation (a server that may have made
 //!   IDs the first never saw, and the other way round) only if the second took it over knowing
-//!   all 16 generations used, and only after the bound it absorbed;
+//!   all 15 live generations used, and only after the bound it absorbed;
 //! * a clone beside its original never uses its original's group;
 //! * and ultimately: no ID is issued twice across the whole cluster, excluding nothing.
 //!
 //! Also checked: state files and WAL records round-trip; `CitusCopy` is refused only to a
 //! clone in its original's group, `CitusNotActivated` only to a server whose lineage never had
-//! a group; a Citus partition is taken over only when all 16 generations were known; a
+//! a group; a Citus partition is taken over only when all 15 live generations were known; a
 //! synchronous standby always knows every partition its primary recorded.
 //!
 //! **Scope.** The design does not hold in the situations below, which this model found
@@ -85,7 +85,7 @@
 //! * PITR from an archive that ends before a later generation record (a recovery target, two
 //!   restores of one backup, a backup of a server another one replaced):
 //!   `hole_pitr_twice_from_one_backup`;
-//! * and the documented exception of a group that used all 16 generations: the takeover of
+//! * and the documented exception of a group that used all 15 live generations: the takeover of
 //!   the one with the oldest bound, when its holder made IDs beyond the bound the taker knows
 //!   (a tail an asynchronous standby missed, now or earlier in its lineage; a split brain's
 //!   old primary, running or having run after it was replaced). (The oldest bound is not
@@ -108,7 +108,7 @@
 
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestError, TestRunner};
-use sno::generator::citus::{self, Node, Source, GENERATIONS};
+use sno::generator::citus::{self, Node, Source, LIVE_GENERATIONS};
 use sno::generator::lineage::{ticks, Refusal, State, NO_GROUP};
 use sno::generator::state_file::{decode, decode_record, encode, encode_record, Persisted};
 use sno::generator::timeline::{Cursor, Grant, Slice, Timeline};
@@ -145,7 +145,7 @@ struct Scope {
     /// PITR from any backup to any target (else: from a backup of the group's running node,
     /// its archive replayed to the end).
     pitr_any: bool,
-    /// Once a group used all 16 generations, a takeover of one whose holder made or may make
+    /// Once a group used all 15 live generations, a takeover of one whose holder made or may make
     /// IDs beyond the bound the taker knows (the documented exception).
     wrap_unseen: bool,
 }
@@ -698,7 +698,7 @@ impl World {
         let g = st.citus_group;
         let cited = g != NO_GROUP;
         let all_known =
-            cited && citus::partitions(g).all(|p| pre.is_mine(p) || pre.others(p).is_some());
+            cited && citus::live_partitions(g).all(|p| pre.is_mine(p) || pre.others(p).is_some());
         if cited {
             let given = match source {
                 Source::Citus(Node::Group(c)) => c,
@@ -713,7 +713,7 @@ impl World {
             }
             if j.took_over && !all_known {
                 self.fail(format!(
-                    "{}: took partition {} over before all {GENERATIONS} generations were used",
+                    "{}: took partition {} over before all {LIVE_GENERATIONS} live generations were used",
                     self.describe(x),
                     j.partition
                 ));
@@ -1145,12 +1145,13 @@ impl World {
         }
     }
 
-    /// Whether `y` knows all 16 generations of its group used: its next new incarnation takes
+    /// Whether `y` knows all 15 live generations of its group used: its next new incarnation takes
     /// one over.
     fn wraps(&self, y: usize) -> bool {
         let st = &self.servers[y].st;
-        self.group_of_server(y)
-            .is_some_and(|g| citus::partitions(g).all(|p| st.is_mine(p) || st.others(p).is_some()))
+        self.group_of_server(y).is_some_and(|g| {
+            citus::live_partitions(g).all(|p| st.is_mine(p) || st.others(p).is_some())
+        })
     }
 
     /// Whether promoting `y` may take over a generation whose holder made IDs beyond what
@@ -1699,11 +1700,12 @@ fn hand() -> World {
     )
 }
 
-/// A group promoted more than 16 times: each promotion of a synchronous standby takes the
-/// lowest generation its lineage does not know; once all 16 were used, the one whose bound is
-/// oldest (generation 0, then 1, ...), and only after that bound.
+/// A group promoted more than 15 times: each promotion of a synchronous standby takes the
+/// lowest generation its lineage does not know; once all 15 live ones were used (generation 15
+/// is reserved), the one whose bound is oldest (generation 0, then 1, ...), and only after
+/// that bound.
 #[test]
-fn a_group_promoted_more_than_16_times_reuses_its_oldest_generation_after_its_bound() {
+fn a_group_promoted_more_than_15_times_reuses_its_oldest_generation_after_its_bound() {
     let mut w = hand();
     let mut primary = w.add_node(true);
     let mut partitions = Vec::new();
@@ -1721,9 +1723,9 @@ fn a_group_promoted_more_than_16_times_reuses_its_oldest_generation_after_its_bo
         assert_eq!(w.failure.take(), None, "round {round}");
         let p = w.servers[y].partition;
         let j = w.judgments[&(w.servers[y].st.incarnation, p)];
-        if round >= 15 {
-            // All 16 known: the generation used 16 promotions before, after its bound.
-            assert_eq!(p, citus::partition(0, round + 1 - 16).unwrap());
+        if round >= 14 {
+            // All 15 known: the generation used 15 promotions before, after its bound.
+            assert_eq!(p, citus::partition(0, round + 1 - 15).unwrap());
             assert!(j.took_over && j.all_known, "round {round}: {j:?}");
             assert_eq!(Some(j.absorb), before.others(p));
             // Every ID it made with it is after that bound.
@@ -1742,9 +1744,12 @@ fn a_group_promoted_more_than_16_times_reuses_its_oldest_generation_after_its_bo
         .iter()
         .map(|&p| citus::generation_of(p))
         .collect();
-    assert_eq!(gens, (0..20).map(|k| k % GENERATIONS).collect::<Vec<_>>());
+    assert_eq!(
+        gens,
+        (0..20).map(|k| k % LIVE_GENERATIONS).collect::<Vec<_>>()
+    );
     assert!(partitions.iter().all(|&p| citus::group_of(p) == 0));
-    assert_eq!(w.stats.wraps, 5);
+    assert_eq!(w.stats.wraps, 6);
     assert_eq!(w.stats.dups, 0);
 }
 

@@ -20,9 +20,10 @@
 //! it takes the lowest generation its lineage does not know to be used. A worker's IDs end up in
 //! shards on other workers, so IDs its primary made and never sent to a standby may already be
 //! stored elsewhere when that standby is promoted; with a generation of its own the standby
-//! cannot make them again. Once a group has used all 16 generations, the one whose recorded
-//! bound is oldest is taken over after that bound, as a promoted standby takes over an
-//! explicit partition.
+//! cannot make them again. Generation 15 (partitions 61440 up) is reserved
+//! ([`crate::generator::reserved`]): once a group has used its 15 live generations, the one
+//! whose recorded bound is oldest is taken over after that bound, as a promoted standby takes
+//! over an explicit partition.
 //!
 //! Group 0 is the coordinator only once the cluster has nodes (`citus_is_coordinator()`): every
 //! node reads 0 in `pg_dist_local_group` until the coordinator activates it.
@@ -62,9 +63,19 @@ pub const fn generation_of(p: u16) -> u32 {
     p as u32 / GROUPS
 }
 
+/// The generations a group's live generators take: 0..=14. Generation 15 (partitions 61440 up)
+/// is the reserved range ([`crate::generator::reserved`]), kept only by a lineage that used it
+/// before the range was reserved.
+pub const LIVE_GENERATIONS: u32 = GENERATIONS - 1;
+
 /// The partitions of `group`, generation 0 first (none for a group past [`GROUPS`]).
 pub fn partitions(group: u32) -> impl Iterator<Item = u16> {
     (0..GENERATIONS).filter_map(move |k| partition(group, k))
+}
+
+/// The partitions of `group` a live generator may take: generations 0..=14.
+pub fn live_partitions(group: u32) -> impl Iterator<Item = u16> {
+    (0..LIVE_GENERATIONS).filter_map(move |k| partition(group, k))
 }
 
 /// Where the partition comes from, as the lineage's judgment is told.

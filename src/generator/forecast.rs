@@ -39,11 +39,13 @@ pub enum Status {
     CitusUnread,
     /// The system clock is outside the time range of the format.
     ClockOutOfRange,
+    /// The configured `sno.partition` is in the reserved range and the lineage never used it.
+    ReservedPartition,
 }
 
 impl Status {
     /// Every status, in the order the documentation lists them.
-    pub const ALL: [Status; 12] = [
+    pub const ALL: [Status; 13] = [
         Status::Ready,
         Status::Standby,
         Status::NotPreloaded,
@@ -56,6 +58,7 @@ impl Status {
         Status::CitusDisagreement,
         Status::CitusUnread,
         Status::ClockOutOfRange,
+        Status::ReservedPartition,
     ];
 
     /// The code the views show.
@@ -73,6 +76,7 @@ impl Status {
             Status::CitusDisagreement => "citus_disagreement",
             Status::CitusUnread => "citus_unread",
             Status::ClockOutOfRange => "clock_out_of_range",
+            Status::ReservedPartition => "reserved_partition",
         }
     }
 
@@ -83,6 +87,7 @@ impl Status {
             Refusal::CitusCopy(_) => Status::CitusCopy,
             Refusal::CitusGroupTooLarge(_) => Status::CitusGroupTooLarge,
             Refusal::CitusNotActivated => Status::CitusNotActivated,
+            Refusal::Reserved { .. } => Status::ReservedPartition,
         }
     }
 }
@@ -221,9 +226,10 @@ pub fn forecast(inputs: Inputs, mut lineage: State) -> Forecast {
     }
 }
 
-/// Of Citus group `g`'s generations, how many no member of `lineage` used.
+/// Of Citus group `g`'s live generations (0-14: 15 is reserved), how many no member of
+/// `lineage` used.
 pub fn generations_left(lineage: &State, g: u32) -> u32 {
-    citus::partitions(g)
+    citus::live_partitions(g)
         .filter(|&p| !lineage.is_mine(p) && lineage.others(p).is_none())
         .count() as u32
 }
@@ -335,7 +341,7 @@ mod tests {
         );
         assert_eq!(f.partition, Some(2));
         assert_eq!(f.citus_group, Some(2));
-        assert_eq!(f.generations_left, Some(15));
+        assert_eq!(f.generations_left, Some(14));
         // The real judgment gives the same.
         let mut real = st;
         assert_eq!(
@@ -395,13 +401,13 @@ mod tests {
         let mut st = State::fresh(7, 100, 1, 11);
         st.judge_source(1, Source::Citus(Node::Group(3)), false, || 9)
             .unwrap();
-        assert_eq!(generations_left(&st, 3), 15);
+        assert_eq!(generations_left(&st, 3), 14);
         // A promotion takes the next generation.
         st.written(bound(100));
         st.judge_source(2, Source::Citus(Node::Group(3)), false, || 10)
             .unwrap();
-        assert_eq!(generations_left(&st, 3), 14);
-        assert_eq!(generations_left(&State::fresh(7, 1, 1, 1), 3), 16);
+        assert_eq!(generations_left(&st, 3), 13);
+        assert_eq!(generations_left(&State::fresh(7, 1, 1, 1), 3), 15);
     }
 
     #[test]

@@ -47,6 +47,7 @@
 //! refused a partition its own incarnation used.
 
 use crate::generator::citus::{self, Node, Source};
+use crate::generator::reserved;
 use crate::generator::state_file::Persisted;
 use crate::generator::timeline::derived_partition;
 
@@ -200,6 +201,10 @@ pub struct State {
     pub control_inode: u64,
     /// A copy was seen (a `backup_label` or another inode) and not yet judged.
     pub copied: bool,
+    /// This incarnation started as a copy and was not promoted since, nor told by
+    /// `take_over` that its original will never run again: it grants no reserved partition
+    /// ([`State::grant`]), since its original may grant the same one.
+    pub grants_blocked: bool,
     /// The Citus node group this lineage last generated for ([`NO_GROUP`]: none). A node keeps
     /// its group's partitions while Citus is not read (a session in another database, a node
     /// removed from its cluster: Citus never gives its number to another group).
@@ -220,6 +225,9 @@ pub struct State {
     /// entries left the table (their IDs are within [`State::me`], which covers every ID of
     /// this incarnation).
     pub used_by_me: Partitions,
+    /// Every reserved partition the lineage's allocator granted ([`State::grant`]), or that a
+    /// restored database's grants table names: never granted again, never a live partition.
+    pub granted: Partitions,
 }
 
 /// Why `sno_generate` may not go on.
@@ -236,6 +244,18 @@ pub enum Refusal {
     /// Citus is installed but this server is not a node of a cluster yet, and its lineage never
     /// was one.
     CitusNotActivated,
+    /// The configured partition is reserved ([`reserved::FIRST`] up) and the lineage never used
+    /// it as a live partition, or its allocator granted it (`granted`).
+    Reserved { partition: u16, granted: bool },
+}
+
+/// Why the allocator grants no reserved partition.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GrantRefusal {
+    /// A copy that may run beside its original ([`State::grants_blocked`]).
+    Copy,
+    /// Every reserved partition is granted or used.
+    Exhausted,
 }
 
 /// What [`State::judge`] decided.
@@ -295,6 +315,7 @@ impl State {
             timeline,
             control_inode: inode,
             copied: false,
+            grants_blocked: false,
             citus_group: NO_GROUP,
             me: NOTHING,
             retired: NOTHING,
@@ -302,7 +323,43 @@ impl State {
             entries: [UNUSED; MAX_ENTRIES],
             used_by_others: Partitions::NONE,
             used_by_me: Partitions::NONE,
+            granted: Partitions::NONE,
         }
+    }
+
+    /// The reserved partition the allocator grants next: the lowest that is neither granted
+    /// nor used by any member of the lineage (an install that used one as its live partition
+    /// before the range was reserved keeps it). Refused to a copy that may run beside its
+    /// original. The caller records it ([`State::granted`]) durably before any ID uses it.
+    /// Grants only grow, so each is above every earlier one of the lineage's history.
+    pub fn grant(&self) -> Result<u16, GrantRefusal> {
+        if self.grants_blocked {
+            return Err(GrantRefusal::Copy);
+        }
+        (reserved::FIRST..=u16::MAX)
+            .find(|&p| !self.reserved_taken(p))
+            .ok_or(GrantRefusal::Exhausted)
+    }
+
+    /// Records that reserved partition `p` was granted (by this lineage's allocator, as its WAL
+    /// record or a restored grants table says): it is never granted again. Partitions outside
+    /// the reserved range are ignored (no grant names one).
+    pub fn note_granted(&mut self, p: u16) {
+        if reserved::is_reserved(p) {
+            self.granted.insert(p);
+        }
+    }
+
+    /// Whether reserved partition `p` is granted or used.
+    pub fn reserved_taken(&self, p: u16) -> bool {
+        self.granted.contains(p) || self.used_by_me.contains(p) || self.used_by_others.contains(p)
+    }
+
+    /// How many reserved partitions are granted or used.
+    pub fn reserved_used(&self) -> u32 {
+        (reserved::FIRST..=u16::MAX)
+            .filter(|&p| self.reserved_taken(p))
+            .count() as u32
     }
 
     /// The entries in use.
@@ -419,6 +476,7 @@ impl State {
     /// [`State::entries`], it also carries the partitions that left `other`'s table and their
     /// bound. Returns how many of `other`'s partitions were taken as this incarnation's.
     pub fn learn(&mut self, other: &State) -> usize {
+        self.granted.union(&other.granted);
         let mut adopted = 0;
         for e in other.entries() {
             let mine = self.is_mine(e.partition);
@@ -534,6 +592,7 @@ impl State {
             self.become_new(incarnation);
             self.control_inode = inode;
             self.copied = true;
+            self.grants_blocked = true;
             // Also over UPGRADED: a copy of a cluster just upgraded, taken before it judged,
             // is not the upgrade (its original is), so it must not take the old one's over.
             if start_timeline != 0 {
@@ -617,6 +676,17 @@ impl State {
                 return Err(Refusal::CitusGroupTooLarge(g));
             }
         }
+        if let Source::Explicit(p) = source {
+            // A reserved partition only where the lineage already used it as a live one (an
+            // install older than the range), never one its allocator granted.
+            let used = self.is_mine(p) || self.others(p).is_some();
+            if reserved::is_reserved(p) && (self.granted.contains(p) || !used) {
+                return Err(Refusal::Reserved {
+                    partition: p,
+                    granted: self.granted.contains(p),
+                });
+            }
+        }
         let promoted = self.timeline != 0 && self.timeline != timeline;
         if let (Some(g), false) = (group, promoted || force) {
             // A copy beside its original, which generated for this group: the group is the
@@ -643,8 +713,13 @@ impl State {
                 // this incarnation's), no draw can succeed: the last one stays, refused to a
                 // copy and taken over after its bound by a promotion (as a Citus group reuses
                 // its oldest generation).
+                // A reserved partition is drawn again too, unless this incarnation already
+                // uses it (drawn before the range was reserved).
                 if self.free_partitions() > 0 {
-                    while self.others(self.derived()).is_some() && !self.is_mine(self.derived()) {
+                    while !self.is_mine(self.derived())
+                        && (self.others(self.derived()).is_some()
+                            || reserved::is_reserved(self.derived()))
+                    {
                         self.incarnation = draw();
                     }
                 }
@@ -675,6 +750,11 @@ impl State {
         if let Some(g) = group {
             self.citus_group = g;
         }
+        if promoted || force {
+            // A promotion, a PITR or an upgrade replaces the old server; `take_over` says the
+            // original never runs again: the allocator's grants are this server's to go on.
+            self.grants_blocked = false;
+        }
         self.timeline = timeline;
         self.copied = false;
         let me = self.me;
@@ -688,26 +768,31 @@ impl State {
         })
     }
 
-    /// How many partitions a derived draw may give: those no other member of the lineage
-    /// used, and this incarnation's own.
+    /// How many partitions a derived draw may give: those below the reserved range no other
+    /// member of the lineage used, and this incarnation's own.
     fn free_partitions(&self) -> usize {
-        self.used_by_others
-            .bits
+        let live = reserved::FIRST as usize / 64;
+        self.used_by_others.bits[..live]
             .iter()
-            .zip(self.used_by_me.bits.iter())
+            .zip(self.used_by_me.bits[..live].iter())
             .map(|(&o, &m)| (!o | m).count_ones() as usize)
-            .sum()
+            .sum::<usize>()
+            + self.used_by_me.bits[live..]
+                .iter()
+                .map(|m| m.count_ones() as usize)
+                .sum::<usize>()
     }
 
-    /// The partition of Citus group `g` for this incarnation: the one it already uses, else the
-    /// lowest generation no member of the lineage is known to have used, else (every
-    /// generation used) the one whose recorded bound is oldest.
+    /// The partition of Citus group `g` for this incarnation: the one it already uses (the
+    /// reserved generation 15 included, for a lineage that used it before it was reserved),
+    /// else the lowest live generation no member of the lineage is known to have used, else
+    /// (every live generation used) the one whose recorded bound is oldest.
     fn citus_partition(&self, g: u32) -> u16 {
         citus::partitions(g)
             .find(|&p| self.is_mine(p))
-            .or_else(|| citus::partitions(g).find(|&p| self.others(p).is_none()))
+            .or_else(|| citus::live_partitions(g).find(|&p| self.others(p).is_none()))
             .or_else(|| {
-                citus::partitions(g).min_by_key(|&p| {
+                citus::live_partitions(g).min_by_key(|&p| {
                     let b = ticks(&self.others(p).unwrap_or(NOTHING));
                     b[0].max(b[1])
                 })
@@ -1124,6 +1209,164 @@ mod tests {
             })
             .unwrap();
         assert_eq!((j.partition, j.took_over), (q, false));
+    }
+
+    #[test]
+    fn a_derived_draw_never_lands_in_the_reserved_range() {
+        let mut drawn = 0u64;
+        for sysid in 0..300u64 {
+            let mut s = State::fresh(sysid, sysid * 7 + 1, 1, 11);
+            let mut n = sysid * 1000;
+            let j = s
+                .judge(1, None, false, || {
+                    n += 1;
+                    drawn += 1;
+                    n
+                })
+                .unwrap();
+            assert!(!reserved::is_reserved(j.partition), "{}", j.partition);
+        }
+        // About 1 in 16 first draws lands there and is drawn again.
+        assert!(drawn > 0);
+    }
+
+    #[test]
+    fn a_derived_partition_drawn_before_the_range_was_reserved_is_kept() {
+        // An incarnation whose derived partition is reserved and was used (sno 0.5.0).
+        let inc = (0..u64::MAX)
+            .find(|&i| reserved::is_reserved(derived_partition(7, i)))
+            .unwrap();
+        let mut s = State::fresh(7, inc, 1, 11);
+        let d = s.derived();
+        s.note(d, true, p(100, -1, 0));
+        let j = s.judge(1, None, false, || unreachable!()).unwrap();
+        assert_eq!(j.partition, d);
+        // It is never granted.
+        assert!(s.grant().unwrap() != d || !reserved::is_reserved(d));
+        assert!(s.reserved_taken(d));
+        // Its promoted standby draws a new one, below the range.
+        let mut sb = s;
+        sb.become_new(inc ^ 1);
+        let mut n = 0;
+        let j = sb
+            .judge(2, None, false, || {
+                n += 1;
+                n
+            })
+            .unwrap();
+        assert!(!reserved::is_reserved(j.partition));
+    }
+
+    #[test]
+    fn a_new_explicit_reserved_partition_is_refused_an_old_one_kept() {
+        let mut s = State::fresh(7, 100, 1, 11);
+        assert_eq!(
+            s.judge(1, Some(62_000), false, || 1),
+            Err(Refusal::Reserved {
+                partition: 62_000,
+                granted: false
+            })
+        );
+        // Nothing changed.
+        assert_eq!(s, State::fresh(7, 100, 1, 11));
+        // Used before the range was reserved: kept, and taken over by a promotion.
+        s.note(62_000, true, p(50, -1, 0));
+        assert_eq!(
+            s.judge(1, Some(62_000), false, || 1).unwrap().partition,
+            62_000
+        );
+        let mut sb = s;
+        sb.become_new(200);
+        let j = sb.judge(2, Some(62_000), false, || 3).unwrap();
+        assert!(j.took_over);
+        // A granted one is refused even then.
+        let mut g = State::fresh(7, 100, 1, 11);
+        let q = g.grant().unwrap();
+        g.note_granted(q);
+        assert_eq!(
+            g.judge(1, Some(q), false, || 1),
+            Err(Refusal::Reserved {
+                partition: q,
+                granted: true
+            })
+        );
+    }
+
+    #[test]
+    fn the_allocator_grants_the_lowest_free_reserved_partition_once() {
+        let mut s = State::fresh(7, 100, 1, 11);
+        s.note(reserved::FIRST + 1, true, p(10, -1, 0));
+        let mut got = Vec::new();
+        for _ in 0..4 {
+            let q = s.grant().unwrap();
+            s.note_granted(q);
+            got.push(q);
+        }
+        assert_eq!(got, vec![61_440, 61_442, 61_443, 61_444]);
+        assert_eq!(s.reserved_used(), 5);
+        // Outside the range, nothing is noted as granted.
+        s.note_granted(5);
+        assert!(!s.granted.contains(5));
+        // All taken: refused.
+        for q in reserved::FIRST..=u16::MAX {
+            s.note_granted(q);
+        }
+        assert_eq!(s.grant(), Err(GrantRefusal::Exhausted));
+    }
+
+    #[test]
+    fn a_copy_grants_nothing_until_promoted_or_taken_over() {
+        let mut s = State::fresh(7, 100, 1, 11);
+        let q = s.grant().unwrap();
+        s.note_granted(q);
+        // A clone beside its original, on the same timeline.
+        let mut c = s;
+        assert!(c.at_start(true, 12, 200, 1));
+        assert_eq!(c.grant(), Err(GrantRefusal::Copy));
+        // Its first sno_generate (a derived partition) does not lift it.
+        c.judge(1, None, false, || 300).unwrap();
+        assert_eq!(c.grant(), Err(GrantRefusal::Copy));
+        // take_over does; the grant is after the original's.
+        let mut t = c;
+        t.judge(1, None, true, || 301).unwrap();
+        assert_eq!(t.grant(), Ok(q + 1));
+        // A promotion (a new WAL timeline) does too.
+        let mut pr = c;
+        pr.judge(2, None, false, || 302).unwrap();
+        assert_eq!(pr.grant(), Ok(q + 1));
+        // What it learns in WAL from its original is never granted.
+        let mut sb = s;
+        assert!(sb.at_start(true, 13, 400, 1));
+        sb.note_granted(q + 1);
+        sb.judge(2, None, false, || 401).unwrap();
+        assert_eq!(sb.grant(), Ok(q + 2));
+    }
+
+    #[test]
+    fn a_citus_group_never_takes_its_reserved_generation() {
+        let mut s = State::fresh(7, 100, 1, 11);
+        let mut seen = Vec::new();
+        for tl in 1..=20u32 {
+            let j = s
+                .judge_source(tl, Source::Citus(Node::Group(3)), false, || tl as u64 * 13)
+                .unwrap();
+            seen.push(j.partition);
+            assert_ne!(j.partition, 3 + 61_440);
+        }
+        // 15 live generations, then the oldest again.
+        assert_eq!(
+            seen[..15],
+            (0..15).map(|k| 3 + 4096 * k).collect::<Vec<u16>>()[..]
+        );
+        assert_eq!(seen[15], 3);
+        // A lineage that used generation 15 before it was reserved keeps it.
+        let mut old = State::fresh(7, 100, 1, 11);
+        old.note(3 + 61_440, true, p(5, -1, 0));
+        old.citus_group = 3;
+        let j = old
+            .judge_source(1, Source::Citus(Node::Group(3)), false, || 9)
+            .unwrap();
+        assert_eq!(j.partition, 3 + 61_440);
     }
 
     #[test]

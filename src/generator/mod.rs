@@ -8,6 +8,8 @@
 //! - [`wal_record`]: the payload of the `sno` WAL record (a lineage bound), encoded and decoded,
 //!   every field checked before redo merges it;
 //! - [`citus`]: the partitions of a Citus cluster's node groups, two groups never sharing one;
+//! - [`reserved`]: the reserved partitions (61440 up), granted by the lineage's allocator, and
+//!   the cursor of `sno_generate_at`, which stamps any unit of a grant without repeating one;
 //! - [`forecast`]: what the next `sno_generate` would do, told without doing it (the views);
 //! - [`lineage`]: which partitions a data directory and the servers it shares history with
 //!   (standbys, copies, upgrades) have used, and what a server may do about them.
@@ -16,6 +18,7 @@ pub mod citus;
 pub mod forecast;
 pub mod lineage;
 pub mod lost;
+pub mod reserved;
 pub mod state_file;
 pub mod timeline;
 pub mod wal_record;

@@ -78,6 +78,10 @@ const HEADER_V3: &str = "sno generator state 3";
 /// Version 4 adds `retired_others=` and `retired_mine=` (the partitions without an entry)
 /// before the `used` lines; it is written only by a lineage that has such partitions.
 const HEADER_V4: &str = "sno generator state 4";
+/// Version 5 is version 4 (with `citus_group` optional) and then `grants_blocked=` and
+/// `granted=` (the reserved partitions the allocator granted) before the `used` lines; it is
+/// written only by a lineage that granted one or is a copy that may not grant.
+const HEADER_V5: &str = "sno generator state 5";
 
 /// Why a state file cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -156,10 +160,13 @@ fn parse_ranges(text: &str) -> Result<Partitions, StateError> {
 pub fn encode(st: &State) -> String {
     let citus = st.citus_group != NO_GROUP;
     let (folded_others, folded_mine) = folded(st);
-    let v4 = !(folded_others.is_empty() && folded_mine.is_empty());
+    let v5 = st.grants_blocked || !st.granted.is_empty();
+    let v4 = v5 || !(folded_others.is_empty() && folded_mine.is_empty());
     let mut body = format!(
         "{}\nsystem_identifier={}\nincarnation={}\ntimeline={}\ncontrol_inode={}\ncopied={}\nhorizon={}\nsafe={}\ndrifts={}\nretired={}\n",
-        if v4 {
+        if v5 {
+            HEADER_V5
+        } else if v4 {
             HEADER_V4
         } else if citus {
             HEADER_V3
@@ -184,6 +191,13 @@ pub fn encode(st: &State) -> String {
             "retired_others={}\nretired_mine={}\n",
             ranges_text(&folded_others),
             ranges_text(&folded_mine)
+        ));
+    }
+    if v5 {
+        body.push_str(&format!(
+            "grants_blocked={}\ngranted={}\n",
+            st.grants_blocked as u8,
+            ranges_text(&st.granted)
         ));
     }
     for e in st.entries() {
@@ -231,11 +245,12 @@ pub fn decode(text: &[u8]) -> Result<State, StateError> {
         return Err(corrupt("checksum mismatch"));
     }
     let mut lines = body.lines().peekable();
-    let (v1, v3, v4) = match lines.next() {
-        Some(HEADER) => (false, false, false),
-        Some(HEADER_V1) => (true, false, false),
-        Some(HEADER_V3) => (false, true, false),
-        Some(HEADER_V4) => (false, false, true),
+    let (v1, v3, v4, v5) = match lines.next() {
+        Some(HEADER) => (false, false, false, false),
+        Some(HEADER_V1) => (true, false, false, false),
+        Some(HEADER_V3) => (false, true, false, false),
+        Some(HEADER_V4) => (false, false, true, false),
+        Some(HEADER_V5) => (false, false, true, true),
         _ => return Err(corrupt("unknown header")),
     };
     // The next line if it is `name=...` (else none is taken).
@@ -301,6 +316,21 @@ pub fn decode(text: &[u8]) -> Result<State, StateError> {
                 parse_ranges(field("retired_others")?)?,
                 parse_ranges(field("retired_mine")?)?,
             );
+        }
+        if v5 {
+            let blocked: u8 = num!("grants_blocked");
+            if blocked > 1 {
+                return Err(corrupt("bad grants_blocked"));
+            }
+            st.grants_blocked = blocked == 1;
+            st.granted = parse_ranges(field("granted")?)?;
+            if st
+                .granted
+                .iter()
+                .any(|p| !crate::generator::reserved::is_reserved(p))
+            {
+                return Err(corrupt("granted partition outside the reserved range"));
+            }
         }
         for line in lines.by_ref() {
             let rest = line
@@ -569,6 +599,35 @@ mod tests {
     }
 
     #[test]
+    fn grants_and_a_blocked_copy_write_version_5() {
+        let mut st = sample();
+        assert!(encode(&st).starts_with("sno generator state 2\n"));
+        st.note_granted(61_440);
+        st.note_granted(61_441);
+        st.note_granted(61_500);
+        let text = encode(&st);
+        assert!(text.starts_with("sno generator state 5\n"), "{text}");
+        assert!(
+            text.contains("\ngrants_blocked=0\ngranted=61440-61441,61500\n"),
+            "{text}"
+        );
+        assert_eq!(decode(text.as_bytes()), Ok(st));
+        let mut c = sample();
+        c.grants_blocked = true;
+        let text = encode(&c);
+        assert!(text.contains("\ngrants_blocked=1\ngranted=\n"), "{text}");
+        assert_eq!(decode(text.as_bytes()), Ok(c));
+        // A granted partition outside the reserved range is refused.
+        let body = &text[..text.rfind("crc32=").unwrap()];
+        let b = body.replace("granted=\n", "granted=5\n");
+        let forged = format!("{b}crc32={:08x}\n", crc32(b.as_bytes()));
+        assert!(decode(forged.as_bytes()).is_err());
+        let b = body.replace("grants_blocked=1", "grants_blocked=2");
+        let forged = format!("{b}crc32={:08x}\n", crc32(b.as_bytes()));
+        assert!(decode(forged.as_bytes()).is_err());
+    }
+
+    #[test]
     fn version_4_lists_are_checked() {
         let text = encode(&many(100));
         let body = &text[..text.rfind("crc32=").unwrap()];
@@ -667,17 +726,27 @@ mod tests {
             (any::<u64>(), any::<u64>(), any::<u32>(), any::<u64>()),
             (any::<bool>(), proptest::option::of(0u32..4096), bound()),
             proptest::collection::vec((any::<u16>(), any::<bool>(), bound()), 0..80),
+            (
+                any::<bool>(),
+                proptest::collection::vec(61_440u16..=65_535, 0..6),
+            ),
         )
-            .prop_map(|((sysid, inc, tl, inode), (copied, group, me), used)| {
-                let mut st = State::fresh(sysid, inc, tl, inode);
-                st.copied = copied;
-                st.citus_group = group.unwrap_or(NO_GROUP);
-                st.me = me;
-                for (p, mine, b) in used {
-                    st.note(p, mine, b);
-                }
-                st
-            })
+            .prop_map(
+                |((sysid, inc, tl, inode), (copied, group, me), used, (blocked, granted))| {
+                    let mut st = State::fresh(sysid, inc, tl, inode);
+                    st.copied = copied;
+                    st.grants_blocked = blocked;
+                    for p in granted {
+                        st.note_granted(p);
+                    }
+                    st.citus_group = group.unwrap_or(NO_GROUP);
+                    st.me = me;
+                    for (p, mine, b) in used {
+                        st.note(p, mine, b);
+                    }
+                    st
+                },
+            )
     }
 
     /// `body` with the checksum line `encode` would write for it.

@@ -101,6 +101,23 @@ pub enum Problem<'a> {
     SyncNotConfirmed { lsn: u64 },
     /// A WAL record of the `sno` resource manager that does not decode.
     BadWalRecord,
+    /// The configured `sno.partition` is reserved (61440 up) and was never this lineage's live
+    /// partition (`granted`: the allocator granted it); `citus` on a server with Citus.
+    ReservedPartition {
+        partition: u16,
+        granted: bool,
+        citus: bool,
+    },
+
+    // --- The reserved space and `sno_generate_at` --------------------------------------
+    /// A copy that may run beside its original grants no reserved partition.
+    GrantOnCopy,
+    /// Every reserved partition is granted or used.
+    ReservedExhausted,
+    /// The role was granted as many reserved partitions in this database as its limit allows.
+    ReservedLimit { role: &'a str, limit: i32 },
+    /// `sno_generate_at` on a Citus node (its cluster-wide allocator is not built yet).
+    GenerateAtOnCitus,
     /// `sno.sequence_min` / `sno.sequence_max` do not make a usable slice (at server start).
     BadSlice { min: i32, max: i32, why: SliceError },
 
@@ -260,7 +277,7 @@ impl Problem<'_> {
                 Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
                 format!("Citus node group {g} has no sno partitions"),
             )
-            .detail(format!("sno gives the Citus node groups 0 to {} sixteen partitions each (group + 4096 * generation), and this node's group number is past them.", crate::generator::citus::GROUPS - 1))
+            .detail(format!("sno gives the Citus node groups 0 to {} fifteen partitions each (group + 4096 * generation, generations 0 to 14), and this node's group number is past them.", crate::generator::citus::GROUPS - 1))
             .hint(format!("Give this node its own sno.partition, {CITUS_TOP}, and reload the configuration.")),
             Problem::CitusNotActivated(port) => Report::new(
                 Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
@@ -325,6 +342,43 @@ impl Problem<'_> {
                 Code::ERRCODE_DATA_CORRUPTED,
                 "sno: invalid lineage record in WAL",
             ),
+            Problem::ReservedPartition {
+                partition,
+                granted,
+                citus,
+            } => Report::new(
+                Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+                format!("sno.partition {partition} is in the reserved range 61440-65535"),
+            )
+            .detail(if *granted {
+                format!("Partition {partition} was granted to sno_generate_at: IDs made for past times use it, and a generator using it too could repeat them.")
+            } else {
+                "sno reserves partitions 61440-65535 for IDs made for past times (sno_generate_at); a live generator that used one could repeat them. Only a server that already made IDs with such a partition before it was reserved keeps it.".to_string()
+            })
+            .hint(format!("Give this server {}, in postgresql.conf or with ALTER SYSTEM, and reload the configuration.", new_partition(*citus))),
+
+            Problem::GrantOnCopy => Report::new(
+                Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+                "this server is a copy of another and grants no reserved sno partition",
+            )
+            .detail("sno_generate_at makes IDs with a reserved partition granted to its session. The server this one was copied from may grant the same partitions, so a copy running beside it grants none until it is promoted or replaces its original.")
+            .hint("Make IDs for past times on the server this one was copied from. If this server replaces it, and that server and its standbys will never make IDs again, run SELECT sno_generator_initialize(take_over => true); as a superuser."),
+            Problem::ReservedExhausted => Report::new(
+                Code::ERRCODE_PROGRAM_LIMIT_EXCEEDED,
+                "no reserved sno partition is left to grant",
+            )
+            .detail("Each session that calls sno_generate_at is granted one of the 4096 reserved partitions (61440-65535) for good, and every one is granted or used in this server's lineage; see the sno_reserved view."),
+            Problem::ReservedLimit { role, limit } => Report::new(
+                Code::ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
+                format!("role {} has used its limit of {limit} reserved sno partitions in this database", quoted(role.as_bytes())),
+            )
+            .detail("Each session that calls sno_generate_at is granted a reserved partition for good; the rows of sno_reserved_grants with this grantee count against sno.reserved_limit.")
+            .hint(format!("A superuser can raise the role's limit: ALTER ROLE {} SET sno.reserved_limit = {}; then the role's new sessions may be granted more. Calls in one session share its partition: make many IDs per session.", quote_ident(role), (*limit).max(0).saturating_mul(2).clamp(1, 4096))),
+            Problem::GenerateAtOnCitus => Report::new(
+                Code::ERRCODE_FEATURE_NOT_SUPPORTED,
+                "sno_generate_at is not supported on a Citus node",
+            )
+            .detail("Its reserved partitions are granted by one server's lineage; a Citus cluster needs one allocator for all its nodes, which sno does not have yet."),
 
             Problem::ClockOutOfRange => Report::new(
                 Code::ERRCODE_DATETIME_FIELD_OVERFLOW,
@@ -443,6 +497,11 @@ pub fn emit_deferred() {
             r.log_server_only();
         }
     }
+}
+
+/// A role name as an SQL identifier: double-quoted, inner quotes doubled.
+fn quote_ident(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
 }
 
 /// The explicit partition a HINT proposes after a lost state file.

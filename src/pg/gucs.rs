@@ -23,6 +23,16 @@ static MAX_CLOCK_WAIT_MS: GucSetting<i32> = GucSetting::<i32>::new(10_000);
 /// Server configuration only (`SIGHUP`).
 static IDLE_HORIZON_S: GucSetting<i32> = GucSetting::<i32>::new(60);
 
+/// `sno.reserved_limit`: how many reserved partitions a role may be granted in a database
+/// (rows of `sno_reserved_grants` naming it). Superuser-settable, so that a superuser sets it
+/// per role (`ALTER ROLE ... SET`) and the role cannot raise its own.
+static RESERVED_LIMIT: GucSetting<i32> = GucSetting::<i32>::new(16);
+
+/// `sno.reserved_limit`.
+pub fn reserved_limit() -> i32 {
+    RESERVED_LIMIT.get()
+}
+
 /// `sno.sequence_min` / `sno.sequence_max`: the slice of the sequence pool `sno_generate`
 /// numbers every unit from (muyo/sno's `SequenceMin`/`SequenceMax`), so that generators
 /// outside the server on the rest of the pool may share its partition. Server start only
@@ -140,6 +150,17 @@ pub fn init() {
         3600,
         GucContext::Sighup,
         GucFlags::UNIT_S,
+    );
+    GucRegistry::define_int_guc(
+        c"sno.reserved_limit",
+        c"How many reserved partitions a role may be granted in a database by sno_generate_at.",
+        c"Each session that calls sno_generate_at is granted one of the 4096 reserved partitions \
+          for good. Set per role by a superuser: ALTER ROLE name SET sno.reserved_limit = n.",
+        &RESERVED_LIMIT,
+        0,
+        4096,
+        GucContext::Suset,
+        GucFlags::default(),
     );
     GucRegistry::define_string_guc(
         c"sno.citus_database",

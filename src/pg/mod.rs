@@ -51,6 +51,11 @@ mod tests;
         generator::durable::generator_initialize
     ]
 );
+::pgrx::extension_sql_file!(
+    "../../sql/sno_reserved.sql",
+    name = "sno_reserved",
+    requires = ["sno_monitoring", generator::monitor::sno_reserved_space]
+);
 
 /// Loads the extension: settings always; the shard table only while the postmaster preloads
 /// libraries (`shared_preload_libraries`). Loaded any other way, the type and every function

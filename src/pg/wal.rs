@@ -26,8 +26,11 @@ use pgrx::prelude::*;
 
 /// The resource manager ID (custom IDs are 128-255; 128 is for experiments).
 pub const RM_ID: u8 = 213;
-/// The one record type: a lineage bound. The low four bits of `xl_info` belong to PostgreSQL.
+/// A lineage bound. The low four bits of `xl_info` belong to PostgreSQL.
 const XLOG_SNO_LINEAGE: u8 = 0x10;
+/// A reserved partition granted by the lineage's allocator (since 0.6.0: a standby running an
+/// older sno stops at it, so standbys are updated first, as for any new WAL record).
+const XLOG_SNO_GRANT: u8 = 0x20;
 
 /// Registers the resource manager. Called from `_PG_init` while the postmaster preloads
 /// libraries.
@@ -68,6 +71,22 @@ pub fn log_lineage(st: &crate::generator::lineage::State, timeline: u32, unimpor
         }
         pg_sys::XLogRegisterData(rec.as_ptr() as *mut _, rec.len() as _);
         pg_sys::XLogInsert(RM_ID, XLOG_SNO_LINEAGE)
+    }
+}
+
+/// Writes a grant record: this incarnation granted reserved partition `partition`. Call
+/// holding the writer lock, after the state file recording the grant is written; the granting
+/// backend then makes it durable ([`make_durable`]) before any ID uses the partition.
+pub fn log_grant(incarnation: u64, partition: u16) -> u64 {
+    let rec = wal_record::encode_grant(&wal_record::GrantRecord {
+        incarnation,
+        partition,
+    });
+    // SAFETY: the data outlives XLogInsert, which copies it.
+    unsafe {
+        pg_sys::XLogBeginInsert();
+        pg_sys::XLogRegisterData(rec.as_ptr() as *mut _, rec.len() as _);
+        pg_sys::XLogInsert(RM_ID, XLOG_SNO_GRANT)
     }
 }
 
@@ -225,24 +244,58 @@ unsafe fn record_data<'a>(record: *mut pg_sys::XLogReaderState) -> &'a [u8] {
 
 #[pg_guard]
 unsafe extern "C-unwind" fn redo(record: *mut pg_sys::XLogReaderState) {
-    let Ok(rec) = wal_record::decode(record_data(record)) else {
-        errors::raise(Problem::BadWalRecord);
-    };
     let Some(s) = shmem::shared() else {
         // Registered only together with the shared memory, so this cannot happen.
         errors::raise(Problem::NoSharedMemory);
     };
+    if record_info(record) == XLOG_SNO_GRANT {
+        let Some(g) = wal_record::decode_grant(record_data(record)) else {
+            errors::raise(Problem::BadWalRecord);
+        };
+        crate::pg::generator::durable::replay_grant(s, g.partition);
+        return;
+    }
+    let Ok(rec) = wal_record::decode(record_data(record)) else {
+        errors::raise(Problem::BadWalRecord);
+    };
     crate::pg::generator::replay(s, &rec);
+}
+
+/// The record's type (the high four bits of `xl_info`).
+unsafe fn record_info(record: *mut pg_sys::XLogReaderState) -> u8 {
+    let decoded = (*record).record;
+    if decoded.is_null() {
+        return 0;
+    }
+    (*decoded).header.xl_info & !0x0f
 }
 
 #[pg_guard]
 unsafe extern "C-unwind" fn desc(buf: pg_sys::StringInfo, record: *mut pg_sys::XLogReaderState) {
-    let text = match wal_record::decode(record_data(record)) {
-        Ok(r) => format!(
-            "incarnation {} timeline {} partitions {:?} horizon {} safe {} drifts {}",
-            r.incarnation, r.timeline, r.partitions, r.bound.horizon, r.bound.safe, r.bound.drifts
-        ),
-        Err(e) => format!("invalid ({e})"),
+    let grant = (record_info(record) == XLOG_SNO_GRANT).then(|| {
+        match wal_record::decode_grant(record_data(record)) {
+            Some(g) => format!(
+                "incarnation {} granted reserved partition {}",
+                g.incarnation, g.partition
+            ),
+            None => "invalid grant".to_string(),
+        }
+    });
+    let text = if let Some(t) = grant {
+        t
+    } else {
+        match wal_record::decode(record_data(record)) {
+            Ok(r) => format!(
+                "incarnation {} timeline {} partitions {:?} horizon {} safe {} drifts {}",
+                r.incarnation,
+                r.timeline,
+                r.partitions,
+                r.bound.horizon,
+                r.bound.safe,
+                r.bound.drifts
+            ),
+            Err(e) => format!("invalid ({e})"),
+        }
     };
     let c = std::ffi::CString::new(text).unwrap_or_default();
     pg_sys::appendStringInfoString(buf, c.as_ptr());
@@ -251,9 +304,10 @@ unsafe extern "C-unwind" fn desc(buf: pg_sys::StringInfo, record: *mut pg_sys::X
 #[pg_guard]
 unsafe extern "C-unwind" fn identify(info: u8) -> *const c_char {
     const LINEAGE: &CStr = c"LINEAGE";
-    if info & !0x0f == XLOG_SNO_LINEAGE {
-        LINEAGE.as_ptr()
-    } else {
-        core::ptr::null()
+    const GRANT: &CStr = c"GRANT";
+    match info & !0x0f {
+        XLOG_SNO_LINEAGE => LINEAGE.as_ptr(),
+        XLOG_SNO_GRANT => GRANT.as_ptr(),
+        _ => core::ptr::null(),
     }
 }

@@ -43,8 +43,8 @@ source "$(dirname "${BASH_SOURCE[0]}")/../client/cluster.bash"
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 
-OLD_VERSIONS=(0.1.0 0.2.0 0.3.0 0.4.0 0.4.1)
-LAST_VERSION=0.4.1
+OLD_VERSIONS=(0.1.0 0.2.0 0.3.0 0.4.0 0.4.1 0.5.0)
+LAST_VERSION=0.5.0
 # The 0.1.0 -> 0.2.0 update script as 0.4.0 shipped it, before its search_path was pinned first.
 UNFIXED_COMMIT=ddb8f69
 NEW_VERSION="$(sed -n 's/^version = "\(.*\)"$/\1/p' "$root/Cargo.toml" | head -1)"

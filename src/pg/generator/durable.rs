@@ -4,7 +4,7 @@
 use super::hot::{self, SlowError, HORIZON_AHEAD, HORIZON_MARGIN};
 use super::wal_timeline;
 use crate::generator::citus::{Node, Source};
-use crate::generator::lineage::{Refusal, NO_GROUP};
+use crate::generator::lineage::{GrantRefusal, Refusal, NO_GROUP};
 use crate::generator::timeline::{Persisted, Timeline};
 use crate::id::layout::MAX_UNITS;
 use crate::pg::errors::{self, Problem};
@@ -313,6 +313,70 @@ pub fn replay(s: &'static Shared, rec: &crate::generator::state_file::Record) {
     }
 }
 
+/// Grants this session a reserved partition ([`crate::generator::lineage::State::grant`]),
+/// after noting the grants a database's table names (`known`, which a restored database
+/// brings): the state file records it, then a grant record in WAL, flushed and confirmed by
+/// the synchronous standbys, before the caller uses it. Not in recovery; the lineage judged
+/// first (the caller's `sno_generate_at` does that).
+pub(super) fn grant_reserved(s: &'static Shared, known: &[u16]) -> u16 {
+    let granted = shmem::writing_interruptibly(s, || {
+        let st = shmem::locked(s, |g| {
+            let mut st = g.lineage;
+            for &p in known {
+                st.note_granted(p);
+            }
+            let p = st.grant()?;
+            st.note_granted(p);
+            Ok((st, p))
+        });
+        let (st, p) = match st {
+            Ok(x) => x,
+            Err(e) => return Err(Err(e)),
+        };
+        put_file(s, &st).map_err(Ok)?;
+        let lsn = crate::pg::wal::log_grant(st.incarnation, p);
+        crate::pg::wal::flush(lsn);
+        shmem::locked(s, |g| {
+            let mut now = g.lineage;
+            now.granted.union(&st.granted);
+            shmem::set_lineage(s, g, now);
+        });
+        Ok((p, lsn))
+    });
+    match granted {
+        Ok((p, lsn)) => {
+            crate::pg::wal::make_durable(lsn);
+            p
+        }
+        Err(Ok(e)) => raise_write(e),
+        Err(Err(GrantRefusal::Copy)) => errors::raise(Problem::GrantOnCopy),
+        Err(Err(GrantRefusal::Exhausted)) => errors::raise(Problem::ReservedExhausted),
+    }
+}
+
+/// Redo of a grant record: the partition is never granted again here (nor by this server's
+/// copies and promoted standbys); the state file keeps it, as [`replay`] does.
+pub fn replay_grant(s: &'static Shared, partition: u16) {
+    let written = shmem::writing(s, || {
+        shmem::locked(s, |g| {
+            let mut st = g.lineage;
+            st.note_granted(partition);
+            let status = s.state.load(Relaxed);
+            // SAFETY: plain read of a startup-process global.
+            let archive = unsafe { pg_sys::ArchiveRecoveryRequested };
+            if status == shmem::STATE_READY || (status == shmem::STATE_MISSING && archive) {
+                put_file(s, &st)?;
+                s.state.store(shmem::STATE_READY, Relaxed);
+            }
+            shmem::set_lineage(s, g, st);
+            Ok::<(), std::io::Error>(())
+        })
+    });
+    if let Err(e) = written {
+        raise_write(e);
+    }
+}
+
 /// Why the lineage's judgment refused: the error a DBA can act on.
 pub(super) fn raise_refusal(r: Refusal) -> ! {
     errors::raise(refusal_problem(r))
@@ -328,6 +392,11 @@ pub(super) fn refusal_problem(r: Refusal) -> Problem<'static> {
         },
         Refusal::CitusCopy(g) => Problem::CitusCopy(g),
         Refusal::CitusGroupTooLarge(g) => Problem::CitusGroupTooLarge(g),
+        Refusal::Reserved { partition, granted } => Problem::ReservedPartition {
+            partition,
+            granted,
+            citus: crate::pg::citus::loaded(),
+        },
         // SAFETY: plain read of a server global.
         Refusal::CitusNotActivated => Problem::CitusNotActivated(unsafe { pg_sys::PostPortNumber }),
     }

@@ -21,6 +21,7 @@
 //!
 //! [`Timeline`]: crate::generator::timeline::Timeline
 
+pub mod at;
 pub mod compat;
 pub mod durable;
 pub mod hot;

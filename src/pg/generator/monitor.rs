@@ -404,3 +404,48 @@ pub(super) fn sno_generator_lineage() -> TableIterator<
 pub(super) fn sno_current_partition() -> Option<i32> {
     shmem::shared().and_then(|s| forecast_here(s, false).0.partition.map(i32::from))
 }
+
+/// `sno_reserved_space()`: the reserved partitions (61440-65535) of this server's lineage: how
+/// many its allocator granted (to `sno_generate_at` sessions, here or on a server it descends
+/// from, or named by a restored database's `sno_reserved_grants`), how many a live generator
+/// used before the range was reserved, how many are left, and whether this server may grant
+/// (a copy beside its original may not). NULL counts without `shared_preload_libraries`.
+#[pg_extern(volatile, parallel_safe)]
+#[allow(clippy::type_complexity)]
+pub(super) fn sno_reserved_space() -> TableIterator<
+    'static,
+    (
+        name!(first_partition, i32),
+        name!(last_partition, i32),
+        name!(total, i32),
+        name!(granted, Option<i32>),
+        name!(used_by_live, Option<i32>),
+        name!(remaining, Option<i32>),
+        name!(may_grant, Option<bool>),
+    ),
+> {
+    use crate::generator::reserved::{COUNT, FIRST};
+    let (granted, live, left, may) = match shmem::shared() {
+        Some(s) => {
+            let st = shmem::lineage_snapshot(s);
+            let granted = st.granted.iter().count() as i32;
+            let used = st.reserved_used() as i32;
+            (
+                Some(granted),
+                Some(used - granted),
+                Some(COUNT as i32 - used),
+                Some(!st.grants_blocked),
+            )
+        }
+        None => (None, None, None, None),
+    };
+    TableIterator::once((
+        i32::from(FIRST),
+        i32::from(u16::MAX),
+        COUNT as i32,
+        granted,
+        live,
+        left,
+        may,
+    ))
+}

@@ -1,0 +1,169 @@
+//! The reserved partition space, and IDs made for any time from it (`sno_generate_at`).
+//!
+//! Pure Rust, no PostgreSQL. Partitions 61440-65535 ([`FIRST`] up) are never given to a live
+//! server generator: no derived draw lands there, no Citus generation uses them (group `g`'s
+//! generation 15 is `g + 61440`), and a newly configured `sno.partition` there is refused
+//! ([`crate::generator::lineage::Refusal::Reserved`]). They are handed out by one allocator,
+//! the lineage's ([`crate::generator::lineage::State::grant`]): a grant is a whole reserved
+//! partition, for all time, recorded in the lineage's used partitions, so that it is as durable
+//! as the lineage (state file and WAL: standbys, promotions, PITR, copies and pg_upgrade know
+//! it) and never handed out again.
+//!
+//! A grant serves one session's `sno_generate_at` calls. Since nobody else writes its
+//! partition, the session stamps any unit with it, in any order, as long as it never stamps one
+//! (unit, meta, sequence) twice: [`Cursor`] does that per meta byte, with three numbers.
+
+/// The first reserved partition: 61440 up to 65535, the top sixteenth of the space.
+pub const FIRST: u16 = 61440;
+
+/// How many partitions are reserved.
+pub const COUNT: u32 = 65536 - FIRST as u32;
+
+/// Whether `p` is in the reserved range.
+#[inline]
+pub const fn is_reserved(p: u16) -> bool {
+    p >= FIRST
+}
+
+/// The sequence numbers of one unit of a partition.
+const SEQUENCES: u32 = 1 << 16;
+
+/// Where one meta byte of a grant stands: the sequence numbers it may give next, such that no
+/// (unit, sequence) is ever given twice, whatever order the units come in.
+///
+/// * `hi`: the latest unit given (units past it were never given);
+/// * `next`: the next sequence number of unit `hi` (those below it were given in `hi`);
+/// * `fresh`: a number past every sequence number given in any unit.
+///
+/// A unit past `hi` starts at 0; `hi` again takes `next`; a unit before `hi` (time going back)
+/// takes `fresh`, unused in every unit. So within one unit the numbers given only increase:
+/// calls with non-decreasing units get increasing IDs. When a unit's numbers run out, the
+/// grant is used up ([`Cursor::take`] says `None`) and the session needs a new one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Cursor {
+    hi: i64,
+    next: u32,
+    fresh: u32,
+}
+
+impl Default for Cursor {
+    fn default() -> Self {
+        Cursor::NEW
+    }
+}
+
+impl Cursor {
+    /// A cursor of a grant nothing was taken from.
+    pub const NEW: Cursor = Cursor {
+        hi: -1,
+        next: 0,
+        fresh: 0,
+    };
+
+    /// The sequence number for the next ID in `unit`, or `None` when this grant has none left
+    /// there.
+    #[inline]
+    pub fn take(&mut self, unit: u64) -> Option<u16> {
+        let unit = unit as i64;
+        let seq = if unit > self.hi {
+            self.hi = unit;
+            self.next = 0;
+            0
+        } else if unit == self.hi {
+            if self.next >= SEQUENCES {
+                return None;
+            }
+            self.next
+        } else {
+            if self.fresh >= SEQUENCES {
+                return None;
+            }
+            let s = self.fresh;
+            self.fresh += 1;
+            return Some(s as u16);
+        };
+        self.next = seq + 1;
+        self.fresh = self.fresh.max(self.next);
+        Some(seq as u16)
+    }
+
+    /// How many more IDs this cursor can give before its grant is used up, for calls out of
+    /// order (for the tests and the view).
+    pub fn left_out_of_order(&self) -> u32 {
+        SEQUENCES - self.fresh
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::HashSet;
+
+    #[test]
+    fn the_reserved_range_is_the_top_sixteenth() {
+        assert!(!is_reserved(61439));
+        assert!(is_reserved(61440));
+        assert!(is_reserved(65535));
+        assert_eq!(COUNT, 4096);
+        // Citus group g's generation 15.
+        assert_eq!(crate::generator::citus::partition(0, 15), Some(FIRST));
+        assert_eq!(crate::generator::citus::partition(4095, 15), Some(65535));
+    }
+
+    #[test]
+    fn in_order_units_restart_their_numbers_and_never_run_out() {
+        let mut c = Cursor::NEW;
+        for u in 0..100_000u64 {
+            assert_eq!(c.take(u * 3), Some(0));
+            assert_eq!(c.take(u * 3), Some(1));
+        }
+        assert_eq!(c.left_out_of_order(), SEQUENCES - 2);
+    }
+
+    #[test]
+    fn a_unit_runs_out_after_every_number() {
+        let mut c = Cursor::NEW;
+        for s in 0..SEQUENCES {
+            assert_eq!(c.take(7), Some(s as u16));
+        }
+        assert_eq!(c.take(7), None);
+        assert_eq!(c.take(6), None);
+        // A later unit still has all its numbers.
+        assert_eq!(c.take(8), Some(0));
+    }
+
+    #[test]
+    fn a_unit_given_again_after_later_ones_sorts_after_its_earlier_numbers() {
+        let mut c = Cursor::NEW;
+        assert_eq!(c.take(10), Some(0));
+        assert_eq!(c.take(10), Some(1));
+        assert_eq!(c.take(20), Some(0));
+        assert_eq!(c.take(10), Some(2));
+        assert_eq!(c.take(5), Some(3));
+        assert_eq!(c.take(20), Some(1));
+        assert_eq!(c.take(20), Some(2));
+        assert_eq!(c.take(10), Some(4));
+    }
+
+    proptest! {
+        /// Whatever the order of the units: never one (unit, sequence) twice, and within a
+        /// unit the numbers only grow (so non-decreasing units give increasing IDs).
+        #[test]
+        fn never_twice_and_increasing_within_a_unit(
+            units in proptest::collection::vec(0u64..40, 1..3000),
+        ) {
+            let mut c = Cursor::NEW;
+            let mut seen = HashSet::new();
+            let mut last = std::collections::HashMap::new();
+            for u in units {
+                let Some(s) = c.take(u) else { break };
+                prop_assert!(seen.insert((u, s)), "({u}, {s}) twice");
+                if let Some(&prev) = last.get(&u) {
+                    prop_assert!(s > prev, "unit {u}: {s} after {prev}");
+                }
+                last.insert(u, s);
+            }
+        }
+    }
+}

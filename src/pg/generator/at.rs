@@ -1,0 +1,271 @@
+//! `sno_generate_at(meta, at)`: IDs for any time, from a reserved partition granted to the
+//! session, so that they can never meet an ID of `sno_generate` or of another session.
+//!
+//! Fast path: the session's grant and the meta byte's [`Cursor`] give the sequence number; no
+//! lock, no shared memory, no allocation but the result.
+//!
+//! Slow path (a session's first call, a used-up grant, a grant whose row was rolled back): the
+//! lineage is judged as `sno_generate` judges it (the same refusals), the role's limit is
+//! checked, the grants this database's table names are noted (a restored database brings them),
+//! and the lineage's allocator grants the next reserved partition: state file, then WAL, flushed
+//! and confirmed by synchronous standbys, before any ID uses it
+//! ([`super::durable::grant_reserved`]). The grant's row goes into `sno_reserved_grants` in the
+//! caller's transaction (so that `pg_dump` carries it with the rows holding its IDs); if that
+//! transaction or subtransaction rolls back, the next call writes it again.
+
+use super::durable::{grant_reserved, judge, raise_slow};
+use super::{shared_or_raise, wal_timeline};
+use crate::generator::lineage::NO_GROUP;
+use crate::generator::reserved::Cursor;
+use crate::id::layout::Sno;
+use crate::id::time::pg_micros_to_units;
+use crate::pg::errors::{self, Problem};
+use crate::pg::fmgr::{arg_i32, arg_i64, finfo_v1, sno_datum};
+use crate::pg::shmem;
+use core::cell::UnsafeCell;
+use pgrx::pg_sys;
+use pgrx::prelude::*;
+
+finfo_v1!(pg_finfo_sno_generate_at);
+
+/// Whether the grant's row is in `sno_reserved_grants` for what this session writes now.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Row {
+    /// Not written, or rolled back.
+    Missing,
+    /// Written in the current transaction, by this subtransaction.
+    Written(pg_sys::SubTransactionId),
+    /// Committed.
+    Committed,
+}
+
+/// This session's grant.
+struct At {
+    /// The reserved partition granted to this session.
+    partition: Option<u16>,
+    /// One cursor per meta byte (allocated at the first grant).
+    cursors: Vec<Cursor>,
+    row: Row,
+    callbacks: bool,
+}
+
+struct AtCell(UnsafeCell<At>);
+// SAFETY: a PostgreSQL backend runs SQL functions on one thread (it is PARALLEL RESTRICTED,
+// so no worker has one either).
+unsafe impl Sync for AtCell {}
+
+static AT: AtCell = AtCell(UnsafeCell::new(At {
+    partition: None,
+    cursors: Vec::new(),
+    row: Row::Missing,
+    callbacks: false,
+}));
+
+/// `sno_generate_at(meta int, "at" timestamptz) → sno`
+#[pg_guard]
+#[no_mangle]
+pub unsafe extern "C-unwind" fn sno_generate_at(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
+    let meta = arg_i32(fcinfo, 0);
+    if !(0..=255).contains(&meta) {
+        errors::raise(Problem::Meta(meta));
+    }
+    let at = arg_i64(fcinfo, 1);
+    let Ok(unit) = pg_micros_to_units(at) else {
+        errors::raise(Problem::TimeOutOfRange(at));
+    };
+    // SAFETY: single-threaded backend (see AtCell).
+    let a = &mut *AT.0.get();
+    if let (Some(p), false) = (a.partition, a.row == Row::Missing) {
+        if let Some(seq) = a.cursors[meta as usize].take(unit) {
+            return sno_datum(Sno::new(unit, 0, meta as u8, p, seq));
+        }
+    }
+    sno_datum(generate_at_slow(a, meta as u8, unit))
+}
+
+#[cold]
+#[inline(never)]
+fn generate_at_slow(a: &mut At, meta: u8, unit: u64) -> Sno {
+    if !a.callbacks {
+        // SAFETY: registered once per backend; the callbacks touch only this backend's cell.
+        unsafe {
+            pg_sys::RegisterXactCallback(Some(on_xact), core::ptr::null_mut());
+            pg_sys::RegisterSubXactCallback(Some(on_subxact), core::ptr::null_mut());
+        }
+        a.callbacks = true;
+    }
+    let extension = Extension::find();
+    loop {
+        if let Some(p) = a.partition {
+            if a.row == Row::Missing {
+                extension.record(p);
+                // SAFETY: plain read of a per-process global.
+                a.row = Row::Written(unsafe { pg_sys::GetCurrentSubTransactionId() });
+            }
+            if let Some(seq) = a.cursors[meta as usize].take(unit) {
+                return Sno::new(unit, 0, meta, p, seq);
+            }
+        }
+        // No grant yet, or this one has no number left for `unit`: a new one, above every
+        // earlier one (so IDs of this session in one unit still increase).
+        let p = grant(&extension);
+        a.partition = Some(p);
+        a.cursors.clear();
+        a.cursors.resize(256, Cursor::NEW);
+        a.row = Row::Missing;
+    }
+}
+
+/// A new grant for this session, after the checks `sno_generate` makes and the role's limit.
+fn grant(extension: &Extension) -> u16 {
+    let s = shared_or_raise();
+    // SAFETY: reads a shared flag.
+    if unsafe { pg_sys::RecoveryInProgress() } {
+        errors::raise(Problem::GenerateInRecovery);
+    }
+    if crate::pg::citus::loaded() || shmem::lineage_snapshot(s).citus_group != NO_GROUP {
+        errors::raise(Problem::GenerateAtOnCitus);
+    }
+    let timeline = wal_timeline();
+    shmem::locked(s, |g| judge(s, g, timeline, false)).unwrap_or_else(|e| raise_slow(s, e));
+    let (known, used) = extension.grants();
+    let limit = crate::pg::gucs::reserved_limit();
+    if used >= i64::from(limit) {
+        errors::raise(Problem::ReservedLimit {
+            role: &extension.role,
+            limit,
+        });
+    }
+    grant_reserved(s, &known)
+}
+
+/// Where sno is installed in this database, and who calls.
+struct Extension {
+    /// `sno_reserved_grants`, schema-qualified and quoted.
+    table: String,
+    /// The extension's owner: the grant's row is written as it.
+    owner: pg_sys::Oid,
+    /// The calling role's name.
+    role: String,
+}
+
+impl Extension {
+    fn find() -> Extension {
+        let (owner, schema) = Spi::get_two::<pg_sys::Oid, String>(
+            "SELECT e.extowner, n.nspname::pg_catalog.text FROM pg_catalog.pg_extension e \
+             JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) e.extnamespace \
+             WHERE e.extname OPERATOR(pg_catalog.=) 'sno'",
+        )
+        .unwrap_or_else(|e| error!("sno: cannot find extension sno: {e}"));
+        let (Some(owner), Some(schema)) = (owner, schema) else {
+            error!("sno: extension sno is not installed in this database");
+        };
+        let schema = std::ffi::CString::new(schema).unwrap_or_default();
+        // SAFETY: quote_identifier returns its argument or a palloc'd copy, NUL-terminated;
+        // GetUserNameFromId a palloc'd name (error if the role is gone).
+        unsafe {
+            let quoted = pg_sys::quote_identifier(schema.as_ptr());
+            let table = format!(
+                "{}.sno_reserved_grants",
+                core::ffi::CStr::from_ptr(quoted).to_string_lossy()
+            );
+            let name = pg_sys::GetUserNameFromId(pg_sys::GetUserId(), false);
+            let role = core::ffi::CStr::from_ptr(name)
+                .to_string_lossy()
+                .into_owned();
+            Extension { table, owner, role }
+        }
+    }
+
+    /// Runs `f` as the extension's owner, in a restricted security context (no temporary
+    /// objects, no SET ROLE): an error or an abort restores the caller's identity, as
+    /// PostgreSQL does for SECURITY DEFINER functions.
+    fn as_owner<R>(&self, f: impl FnOnce() -> R) -> R {
+        let (mut user, mut context) = (pg_sys::InvalidOid, 0);
+        // SAFETY: saved and restored around `f`; (sub)transaction abort restores them too.
+        unsafe {
+            pg_sys::GetUserIdAndSecContext(&mut user, &mut context);
+            pg_sys::SetUserIdAndSecContext(
+                self.owner,
+                context
+                    | pg_sys::SECURITY_LOCAL_USERID_CHANGE as i32
+                    | pg_sys::SECURITY_RESTRICTED_OPERATION as i32,
+            );
+        }
+        let r = f();
+        // SAFETY: restores what was saved above.
+        unsafe { pg_sys::SetUserIdAndSecContext(user, context) };
+        r
+    }
+
+    /// Every reserved partition this database's table names, and how many name the caller.
+    fn grants(&self) -> (Vec<u16>, i64) {
+        self.as_owner(|| {
+            let all = Spi::get_one::<Vec<i32>>(&format!(
+                "SELECT pg_catalog.array_agg(g.partition) FROM {} g",
+                self.table
+            ))
+            .unwrap_or_else(|e| error!("sno: cannot read {}: {e}", self.table))
+            .unwrap_or_default();
+            let mine = Spi::get_one_with_args::<i64>(
+                &format!(
+                    "SELECT pg_catalog.count(*) FROM {} g WHERE g.grantee OPERATOR(pg_catalog.=) $1::pg_catalog.name",
+                    self.table
+                ),
+                &[self.role.clone().into()],
+            )
+            .unwrap_or_else(|e| error!("sno: cannot read {}: {e}", self.table))
+            .unwrap_or(0);
+            let known = all.into_iter().filter_map(|p| u16::try_from(p).ok()).collect();
+            (known, mine)
+        })
+    }
+
+    /// Writes the grant's row, in the caller's transaction.
+    fn record(&self, partition: u16) {
+        self.as_owner(|| {
+            Spi::run_with_args(
+                &format!(
+                    "INSERT INTO {} (partition, granted_at, grantee) \
+                     VALUES ($1, pg_catalog.now(), $2::pg_catalog.name) ON CONFLICT DO NOTHING",
+                    self.table
+                ),
+                &[i32::from(partition).into(), self.role.clone().into()],
+            )
+        })
+        .unwrap_or_else(|e| error!("sno: cannot record the grant in {}: {e}", self.table));
+    }
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn on_xact(event: pg_sys::XactEvent::Type, _arg: *mut core::ffi::c_void) {
+    let a = &mut *AT.0.get();
+    if let Row::Written(_) = a.row {
+        a.row = match event {
+            pg_sys::XactEvent::XACT_EVENT_COMMIT
+            | pg_sys::XactEvent::XACT_EVENT_PARALLEL_COMMIT => Row::Committed,
+            // Rolled back, or prepared (its fate unknown here): written again when needed.
+            pg_sys::XactEvent::XACT_EVENT_ABORT
+            | pg_sys::XactEvent::XACT_EVENT_PARALLEL_ABORT
+            | pg_sys::XactEvent::XACT_EVENT_PREPARE => Row::Missing,
+            _ => a.row,
+        };
+    }
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn on_subxact(
+    event: pg_sys::SubXactEvent::Type,
+    sub: pg_sys::SubTransactionId,
+    parent: pg_sys::SubTransactionId,
+    _arg: *mut core::ffi::c_void,
+) {
+    let a = &mut *AT.0.get();
+    if a.row == Row::Written(sub) {
+        a.row = match event {
+            pg_sys::SubXactEvent::SUBXACT_EVENT_ABORT_SUB => Row::Missing,
+            pg_sys::SubXactEvent::SUBXACT_EVENT_COMMIT_SUB => Row::Written(parent),
+            _ => a.row,
+        };
+    }
+}
