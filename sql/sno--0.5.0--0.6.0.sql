@@ -6,6 +6,8 @@
 -- tests/upgrade/extension_update.sh). Nothing is dropped or changed; new:
 -- * sno_generate_at(meta, "at"): IDs for any time from a reserved partition granted to the
 --   session; EXECUTE revoked from PUBLIC;
+-- * sno_reserved_grant(): a Citus coordinator's grant for a worker's session (it checks that
+--   the caller may execute sno_generate_at);
 -- * the table sno_reserved_grants (one row per reserved partition granted to a session of this
 --   database; pg_dump carries it), SELECT granted to PUBLIC;
 -- * sno_reserved_space() and the view sno_reserved, SELECT granted to PUBLIC.
@@ -31,6 +33,11 @@ CREATE FUNCTION @extschema@.sno_reserved_space() RETURNS TABLE (
 STRICT VOLATILE PARALLEL SAFE
 LANGUAGE c
 AS 'MODULE_PATHNAME', 'sno_reserved_space_wrapper';
+
+CREATE FUNCTION @extschema@.sno_reserved_grant() RETURNS INT
+STRICT VOLATILE PARALLEL UNSAFE
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'sno_reserved_grant_wrapper';
 
 CREATE FUNCTION @extschema@.sno_generate_at(meta int4, "at" timestamptz) RETURNS @extschema@.sno
     AS 'MODULE_PATHNAME', 'sno_generate_at' LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED;

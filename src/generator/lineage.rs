@@ -333,11 +333,17 @@ impl State {
     /// original. The caller records it ([`State::granted`]) durably before any ID uses it.
     /// Grants only grow, so each is above every earlier one of the lineage's history.
     pub fn grant(&self) -> Result<u16, GrantRefusal> {
+        self.grant_where(|_| true)
+    }
+
+    /// [`State::grant`] among the reserved partitions `allowed` accepts (a Citus coordinator's
+    /// generation share: [`reserved::in_generation_share`]).
+    pub fn grant_where(&self, allowed: impl Fn(u16) -> bool) -> Result<u16, GrantRefusal> {
         if self.grants_blocked {
             return Err(GrantRefusal::Copy);
         }
         (reserved::FIRST..=u16::MAX)
-            .find(|&p| !self.reserved_taken(p))
+            .find(|&p| allowed(p) && !self.reserved_taken(p))
             .ok_or(GrantRefusal::Exhausted)
     }
 

@@ -25,6 +25,18 @@ pub const fn is_reserved(p: u16) -> bool {
     p >= FIRST
 }
 
+/// On a Citus cluster the coordinator grants for every node, and a coordinator promoted after an
+/// asynchronous failover may not know the last grants of the one it replaces, whose IDs may
+/// already be stored on other nodes. So the coordinator grants only from the share of its
+/// current Citus generation (`k`, 0-14, a new one at each promotion, as for its live
+/// partition): the reserved partitions `61440 + j` with `j mod 15 = k`. A new generation never
+/// grants what an earlier one could have granted.
+pub const fn in_generation_share(p: u16, generation: u32) -> bool {
+    is_reserved(p)
+        && (p - FIRST) as u32 % crate::generator::citus::LIVE_GENERATIONS
+            == generation % crate::generator::citus::LIVE_GENERATIONS
+}
+
 /// The sequence numbers of one unit of a partition.
 const SEQUENCES: u32 = 1 << 16;
 
@@ -109,6 +121,19 @@ mod tests {
         // Citus group g's generation 15.
         assert_eq!(crate::generator::citus::partition(0, 15), Some(FIRST));
         assert_eq!(crate::generator::citus::partition(4095, 15), Some(65535));
+    }
+
+    #[test]
+    fn the_generations_shares_cover_the_range_without_overlap() {
+        let mut count = [0u32; 15];
+        for p in FIRST..=u16::MAX {
+            let owners: Vec<u32> = (0..15).filter(|&k| in_generation_share(p, k)).collect();
+            assert_eq!(owners.len(), 1, "{p}");
+            count[owners[0] as usize] += 1;
+        }
+        assert_eq!(count.iter().sum::<u32>(), COUNT);
+        assert!(count.iter().all(|&c| c == 273 || c == 274), "{count:?}");
+        assert!(!in_generation_share(61_439, 0));
     }
 
     #[test]

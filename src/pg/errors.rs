@@ -116,8 +116,14 @@ pub enum Problem<'a> {
     ReservedExhausted,
     /// The role was granted as many reserved partitions in this database as its limit allows.
     ReservedLimit { role: &'a str, limit: i32 },
-    /// `sno_generate_at` on a Citus node (its cluster-wide allocator is not built yet).
+    /// `sno_generate_at` on a Citus node, in a database without Citus's metadata.
     GenerateAtOnCitus,
+    /// The Citus coordinator did not grant a worker's session a reserved partition.
+    CoordinatorRefused { message: &'a str },
+    /// `sno_reserved_grant()` by a role that may not execute `sno_generate_at`.
+    ReservedGrantDenied,
+    /// `sno_reserved_grant()` on a server that is not a Citus coordinator.
+    ReservedGrantNotCoordinator,
     /// `sno.sequence_min` / `sno.sequence_max` do not make a usable slice (at server start).
     BadSlice { min: i32, max: i32, why: SliceError },
 
@@ -376,9 +382,25 @@ impl Problem<'_> {
             .hint(format!("A superuser can raise the role's limit: ALTER ROLE {} SET sno.reserved_limit = {}; then the role's new sessions may be granted more. Calls in one session share its partition: make many IDs per session.", quote_ident(role), (*limit).max(0).saturating_mul(2).clamp(1, 4096))),
             Problem::GenerateAtOnCitus => Report::new(
                 Code::ERRCODE_FEATURE_NOT_SUPPORTED,
-                "sno_generate_at is not supported on a Citus node",
+                "sno_generate_at on a Citus node runs only in the database that holds Citus's metadata",
             )
-            .detail("Its reserved partitions are granted by one server's lineage; a Citus cluster needs one allocator for all its nodes, which sno does not have yet."),
+            .detail("On a Citus cluster the coordinator grants the reserved partitions of every node, through the citus extension of that database; this database has no citus extension.")
+            .hint("Call sno_generate_at in the database where the citus extension is installed."),
+            Problem::CoordinatorRefused { message } => Report::new(
+                Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+                format!("the Citus coordinator granted no reserved sno partition: {message}"),
+            )
+            .detail("On a Citus worker, sno_generate_at is granted its reserved partition by the coordinator (sno_reserved_grant() there, through run_command_on_coordinator), so that no two nodes of the cluster are ever granted one."),
+            Problem::ReservedGrantDenied => Report::new(
+                Code::ERRCODE_INSUFFICIENT_PRIVILEGE,
+                "permission denied for function sno_reserved_grant",
+            )
+            .detail("It grants reserved partitions to roles that may execute sno_generate_at."),
+            Problem::ReservedGrantNotCoordinator => Report::new(
+                Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+                "sno_reserved_grant() runs only on a Citus coordinator",
+            )
+            .detail("A Citus worker's sno_generate_at calls it on its coordinator; elsewhere sno_generate_at grants from this server."),
 
             Problem::ClockOutOfRange => Report::new(
                 Code::ERRCODE_DATETIME_FIELD_OVERFLOW,

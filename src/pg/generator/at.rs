@@ -14,6 +14,7 @@
 //! transaction or subtransaction rolls back, the next call writes it again.
 
 use super::durable::{grant_reserved, judge, raise_slow};
+use super::hot::publish_or_raise;
 use super::{shared_or_raise, wal_timeline};
 use crate::generator::lineage::NO_GROUP;
 use crate::generator::reserved::Cursor;
@@ -116,18 +117,41 @@ fn generate_at_slow(a: &mut At, meta: u8, unit: u64) -> Sno {
     }
 }
 
-/// A new grant for this session, after the checks `sno_generate` makes and the role's limit.
+/// A new grant for this session, after the checks `sno_generate` makes: from this server's
+/// allocator, or on a Citus worker from the coordinator's (recorded here too, the same way).
 fn grant(extension: &Extension) -> u16 {
+    let s = judged();
+    match citus_role(s) {
+        CitusRole::None => grant_here(s, extension, None),
+        CitusRole::Coordinator(k) => grant_here(s, extension, Some(k)),
+        CitusRole::Worker => {
+            let p = from_coordinator(extension);
+            grant_reserved(s, &[], None, Some(p))
+        }
+        CitusRole::Elsewhere => errors::raise(Problem::GenerateAtOnCitus),
+    }
+}
+
+/// The shard table, once the lineage is judged as for `sno_generate` (its refusals raised).
+fn judged() -> &'static crate::pg::shmem::Shared {
     let s = shared_or_raise();
     // SAFETY: reads a shared flag.
     if unsafe { pg_sys::RecoveryInProgress() } {
         errors::raise(Problem::GenerateInRecovery);
     }
-    if crate::pg::citus::loaded() || shmem::lineage_snapshot(s).citus_group != NO_GROUP {
-        errors::raise(Problem::GenerateAtOnCitus);
-    }
+    publish_or_raise(s);
     let timeline = wal_timeline();
     shmem::locked(s, |g| judge(s, g, timeline, false)).unwrap_or_else(|e| raise_slow(s, e));
+    s
+}
+
+/// A grant of this server's allocator (of a Citus coordinator's, from generation `share`'s
+/// share), within the calling role's limit, after noting the grants this database's table names.
+fn grant_here(
+    s: &'static crate::pg::shmem::Shared,
+    extension: &Extension,
+    share: Option<u32>,
+) -> u16 {
     let (known, used) = extension.grants();
     let limit = crate::pg::gucs::reserved_limit();
     if used >= i64::from(limit) {
@@ -136,11 +160,92 @@ fn grant(extension: &Extension) -> u16 {
             limit,
         });
     }
-    grant_reserved(s, &known)
+    grant_reserved(s, &known, share, None)
+}
+
+/// Where a grant comes from on this server.
+enum CitusRole {
+    /// No Citus: this server's allocator.
+    None,
+    /// A Citus coordinator, whose live partition is of this generation: its allocator, from
+    /// the generation's share.
+    Coordinator(u32),
+    /// A Citus worker: the coordinator grants.
+    Worker,
+    /// A Citus node, in a database without Citus's metadata: no grant.
+    Elsewhere,
+}
+
+fn citus_role(s: &crate::pg::shmem::Shared) -> CitusRole {
+    use core::sync::atomic::Ordering::Relaxed;
+    // SAFETY: a catalog lookup by name; `true`: no error when missing.
+    let here = unsafe { pg_sys::get_extension_oid(c"citus".as_ptr(), true) } != pg_sys::InvalidOid;
+    if !here {
+        return if crate::pg::citus::loaded() && s.citus_group.load(Relaxed) != NO_GROUP {
+            CitusRole::Elsewhere
+        } else {
+            CitusRole::None
+        };
+    }
+    match Spi::get_one::<bool>("SELECT pg_catalog.citus_is_coordinator()") {
+        Ok(Some(true)) => {
+            // An explicit partition has no generation: share 0.
+            let k = if s.citus_group.load(Relaxed) == 0 {
+                crate::generator::citus::generation_of(s.partition.load(Relaxed) as u16)
+            } else {
+                0
+            };
+            CitusRole::Coordinator(k)
+        }
+        _ => CitusRole::Worker,
+    }
+}
+
+/// A reserved partition the coordinator grants to this worker's session
+/// (`sno_reserved_grant()` there, through Citus's own connection, committed there at once).
+fn from_coordinator(extension: &Extension) -> u16 {
+    let command = format!("SELECT {}.sno_reserved_grant()", extension.schema);
+    let (ok, result) = Spi::get_two_with_args::<bool, String>(
+        "SELECT c.success, c.result FROM pg_catalog.run_command_on_coordinator($1) c",
+        &[command.into()],
+    )
+    .unwrap_or_else(|e| {
+        error!("sno: cannot ask the Citus coordinator for a reserved partition: {e}")
+    });
+    let result = result.unwrap_or_default();
+    match (ok, result.parse::<u16>()) {
+        (Some(true), Ok(p)) if crate::generator::reserved::is_reserved(p) => p,
+        _ => errors::raise(Problem::CoordinatorRefused { message: &result }),
+    }
+}
+
+/// `sno_reserved_grant() → int`: on a Citus coordinator, a reserved partition for a session on
+/// a worker (its `sno_generate_at` asks through `run_command_on_coordinator`), within the
+/// calling role's limit; its row in `sno_reserved_grants` names the role. Only for roles that may
+/// execute `sno_generate_at`.
+#[pg_extern(volatile, parallel_unsafe)]
+fn sno_reserved_grant() -> i32 {
+    let extension = Extension::find();
+    let allowed = Spi::get_one::<bool>(&format!(
+        "SELECT pg_catalog.has_function_privilege('{}.sno_generate_at(pg_catalog.int4, pg_catalog.timestamptz)'::pg_catalog.regprocedure, 'EXECUTE')",
+        extension.schema.replace('\'', "''")
+    ));
+    if allowed != Ok(Some(true)) {
+        errors::raise(Problem::ReservedGrantDenied);
+    }
+    let s = judged();
+    let CitusRole::Coordinator(k) = citus_role(s) else {
+        errors::raise(Problem::ReservedGrantNotCoordinator);
+    };
+    let p = grant_here(s, &extension, Some(k));
+    extension.record(p);
+    i32::from(p)
 }
 
 /// Where sno is installed in this database, and who calls.
 struct Extension {
+    /// sno's schema, quoted.
+    schema: String,
     /// `sno_reserved_grants`, schema-qualified and quoted.
     table: String,
     /// The extension's owner: the grant's row is written as it.
@@ -165,15 +270,20 @@ impl Extension {
         // GetUserNameFromId a palloc'd name (error if the role is gone).
         unsafe {
             let quoted = pg_sys::quote_identifier(schema.as_ptr());
-            let table = format!(
-                "{}.sno_reserved_grants",
-                core::ffi::CStr::from_ptr(quoted).to_string_lossy()
-            );
+            let schema = core::ffi::CStr::from_ptr(quoted)
+                .to_string_lossy()
+                .into_owned();
+            let table = format!("{schema}.sno_reserved_grants");
             let name = pg_sys::GetUserNameFromId(pg_sys::GetUserId(), false);
             let role = core::ffi::CStr::from_ptr(name)
                 .to_string_lossy()
                 .into_owned();
-            Extension { table, owner, role }
+            Extension {
+                schema,
+                table,
+                owner,
+                role,
+            }
         }
     }
 

@@ -318,14 +318,28 @@ pub fn replay(s: &'static Shared, rec: &crate::generator::state_file::Record) {
 /// brings): the state file records it, then a grant record in WAL, flushed and confirmed by
 /// the synchronous standbys, before the caller uses it. Not in recovery; the lineage judged
 /// first (the caller's `sno_generate_at` does that).
-pub(super) fn grant_reserved(s: &'static Shared, known: &[u16]) -> u16 {
+///
+/// `share`: on a Citus coordinator, the generation whose share it grants from
+/// ([`crate::generator::reserved::in_generation_share`]). `given`: a partition the coordinator
+/// granted to this node (a worker), recorded here the same way instead of granting one.
+pub(super) fn grant_reserved(
+    s: &'static Shared,
+    known: &[u16],
+    share: Option<u32>,
+    given: Option<u16>,
+) -> u16 {
     let granted = shmem::writing_interruptibly(s, || {
         let st = shmem::locked(s, |g| {
             let mut st = g.lineage;
             for &p in known {
                 st.note_granted(p);
             }
-            let p = st.grant()?;
+            let p = match given {
+                Some(p) => p,
+                None => st.grant_where(|p| {
+                    share.is_none_or(|k| crate::generator::reserved::in_generation_share(p, k))
+                })?,
+            };
             st.note_granted(p);
             Ok((st, p))
         });

@@ -160,18 +160,9 @@ pub(super) unsafe extern "C-unwind" fn on_exit(_code: core::ffi::c_int, _arg: pg
     b.issued = 0;
 }
 
-#[cold]
-#[inline(never)]
-pub(super) fn generate_slow(b: &mut Backend, meta: u8) -> Sno {
-    let s = shared_or_raise();
-    if !b.ready {
-        set_up(b, s);
-    }
-    // SAFETY: reads a shared flag; cannot fail.
-    if unsafe { pg_sys::RecoveryInProgress() } {
-        errors::raise(Problem::GenerateInRecovery);
-    }
-    // Once per backend, in a database with Citus: this server's node group.
+/// Once per backend, in a database with Citus: this server's node group, read and published
+/// ([`crate::pg::citus::publish`]), or the error that refuses it.
+pub(super) fn publish_or_raise(s: &'static Shared) {
     match crate::pg::citus::publish(s) {
         Ok(_) => {}
         Err(crate::pg::citus::Refused::Disagreement(d)) => {
@@ -185,6 +176,21 @@ pub(super) fn generate_slow(b: &mut Backend, meta: u8) -> Sno {
             errors::raise(Problem::CitusParallelUnread)
         }
     }
+}
+
+#[cold]
+#[inline(never)]
+pub(super) fn generate_slow(b: &mut Backend, meta: u8) -> Sno {
+    let s = shared_or_raise();
+    if !b.ready {
+        set_up(b, s);
+    }
+    // SAFETY: reads a shared flag; cannot fail.
+    if unsafe { pg_sys::RecoveryInProgress() } {
+        errors::raise(Problem::GenerateInRecovery);
+    }
+    // Once per backend, in a database with Citus: this server's node group.
+    publish_or_raise(s);
     let timeline = wal_timeline();
     let mut waited_since: Option<std::time::Instant> = None;
     loop {
