@@ -9,6 +9,9 @@
 #   2. A worker with citus only: the coordinator adds it; sno, created on the coordinator before
 #      citus, comes to it with the first distributed table of a sno column (after
 #      citus_add_node); its partition is its group's. A node added later (5.) gets sno at once.
+#   2b. sno_generate_at on the coordinator and on the worker: the coordinator grants both, from its
+#      generation's share, distinct; the worker's role is granted through the coordinator within
+#      its limit there; sno_reserved_grant() refused on a worker and without the privilege.
 #   3. The manual's query on the coordinator: every node, its partition and source; two nodes
 #      configured with one explicit partition are flagged, and no longer once one is changed.
 #   4. A copy of the worker started beside it (pg_basebackup, no standby.signal): refused; one
@@ -79,11 +82,59 @@ check "the first distributed table with a sno column created sno on the worker" 
 g1="$(citus_group w1)"
 # Before the worker made any ID: the view reads its group (nothing published) and says so.
 check "the worker right after it got sno, before any ID: partition, source and status" \
-    "$(node_sql w1 "SELECT partition, partition_source, status, citus_generations_left FROM sno_generator")" "$g1|citus group $g1|ready|15"
+    "$(node_sql w1 "SELECT partition, partition_source, status, citus_generations_left FROM sno_generator")" "$g1|citus group $g1|ready|14"
 check "... and sno_current_partition() says the same" "$(node_sql w1 "SELECT sno_current_partition()")" "$g1"
 node_ids_table w1
 node_gen w1 worker 2000
 check "the worker: partition and source" "$(citus_generator w1)" "$g1|citus group $g1"
+
+# --- 2b. IDs for past times: the coordinator grants every node's reserved partition ------------
+
+# at_gen NAME PHASE: IDs for past times made by NAME (one session: 3000 in one 4 ms unit, then
+# one per millisecond of a second), into its ids table and the ledger file NAME.PHASE.
+at_gen() {
+    node_psql "$1" -c "COPY (INSERT INTO ids (id, origin)
+        SELECT sno_generate_at(1, t), '$1:$2' FROM (
+            SELECT timestamptz '2015-06-01 12:00:00+00' FROM generate_series(1, 3000)
+            UNION ALL SELECT timestamptz '2015-06-01 12:00:00+00' + n * interval '1 ms'
+            FROM generate_series(1, 1000) n) x(t)
+        RETURNING id) TO STDOUT" >>"$(ledger_file "$1" "$2")" || bad "$1 could not make IDs for past times ($2)"
+}
+node_sql co "CREATE ROLE backfill LOGIN" >/dev/null
+for n in co w1; do
+    node_sql "$n" "GRANT EXECUTE ON FUNCTION sno_generate_at(int, timestamptz) TO backfill" \
+        "GRANT INSERT, SELECT ON ids TO backfill" >/dev/null
+done
+at_gen co at
+at_gen w1 at
+reserved_of() { node_sql "$1" "SELECT string_agg(DISTINCT sno_partition(id)::text, ',') FROM ids WHERE origin = '$1:$2'"; }
+check "the coordinator's IDs for past times: the first reserved partition of its generation 0's share" \
+    "$(reserved_of co at)" 61440
+check "the worker's: granted by the coordinator, the next of that share (61440 + 15)" \
+    "$(reserved_of w1 at)" 61455
+check "the coordinator recorded both grants" \
+    "$(node_sql co "SELECT string_agg(partition::text, ',' ORDER BY partition) FROM sno_reserved_grants")" "61440,61455"
+check "the worker recorded its grant, in its table and its lineage" \
+    "$(node_sql w1 "SELECT (SELECT string_agg(partition::text, ',') FROM sno_reserved_grants), granted FROM sno_reserved")" "61455|1"
+# A role granted sno_generate_at on the worker: its session's grant comes from the coordinator
+# too, within the role's limit counted there.
+node_psql w1 -U backfill -c "COPY (INSERT INTO ids (id, origin) SELECT sno_generate_at(2, now() - interval '1 day'), 'w1:at-role'
+    FROM generate_series(1, 500) RETURNING id) TO STDOUT" >>"$(ledger_file w1 at-role)" || bad "backfill on w1"
+check "the role's grant on the worker is recorded on the coordinator under its name" \
+    "$(node_sql co "SELECT partition, grantee FROM sno_reserved_grants WHERE grantee = 'backfill'")" "61470|backfill"
+node_sql co "ALTER ROLE backfill SET sno.reserved_limit = 1" >/dev/null
+out="$(node_psql w1 -U backfill -c "SELECT sno_generate_at(2, now())" 2>&1 || true)"
+check "past its limit (counted on the coordinator) the worker's session is refused" \
+    "$(grep -c 'the Citus coordinator granted no reserved sno partition: role "backfill" has used its limit of 1' <<<"$out")" 1
+node_sql co "ALTER ROLE backfill RESET sno.reserved_limit" >/dev/null
+# sno_reserved_grant() is the coordinator's: refused on a worker, and to a role without
+# sno_generate_at's privilege.
+out="$(node_try w1 "SELECT sno_reserved_grant()" 2>&1 || true)"
+check "sno_reserved_grant() on a worker: refused" "$(grep -c 'runs only on a Citus coordinator' <<<"$out")" 1
+node_sql co "CREATE ROLE nobody LOGIN" >/dev/null
+out="$(node_psql co -U nobody -c "SELECT sno_reserved_grant()" 2>&1 || true)"
+check "sno_reserved_grant() for a role without sno_generate_at: permission denied" \
+    "$(grep -c 'permission denied for function sno_reserved_grant' <<<"$out")" 1
 
 # --- 3. the manual's query: every node, and two nodes with one explicit partition ---------------
 
@@ -91,15 +142,15 @@ nodes_sql="$(readme_sql '**Checking the whole cluster.**')"
 [[ -n "$nodes_sql" ]] || bad "the manual's query over every node was not found"
 nodes() { node_psql co -At -F'|' -c "$nodes_sql" | cut -d'|' -f3-6; }
 check "the manual's query: every node's partition, source, generations left, not shared" "$(nodes)" \
-    "0|citus group 0|15|f
-$g1|citus group $g1|15|f"
+    "0|citus group 0|14|f
+$g1|citus group $g1|14|f"
 groups_left="$(grep -o 'SELECT 4095 - last_value AS groups_left FROM$' "$README" >/dev/null &&
     node_sql co "SELECT 4095 - last_value AS groups_left FROM pg_dist_groupid_seq")"
 check "the manual's groups_left: groups 2 to 4095 remain" "$groups_left" 4094
 node_alter w1 sno.partition 0
 node_reload w1 sno.partition 0
 check "two nodes with partition 0 are flagged" "$(nodes)" \
-    "0|citus group 0|15|t
+    "0|citus group 0|14|t
 0|sno.partition||t"
 node_sql w1 "ALTER SYSTEM RESET sno.partition" >/dev/null
 node_reload w1 sno.partition -1

@@ -215,7 +215,10 @@ fn from_coordinator(extension: &Extension) -> u16 {
     let result = result.unwrap_or_default();
     match (ok, result.parse::<u16>()) {
         (Some(true), Ok(p)) if crate::generator::reserved::is_reserved(p) => p,
-        _ => errors::raise(Problem::CoordinatorRefused { message: &result }),
+        // Citus hands the coordinator's error over as "ERROR:  message".
+        _ => errors::raise(Problem::CoordinatorRefused {
+            message: result.strip_prefix("ERROR:  ").unwrap_or(&result),
+        }),
     }
 }
 
