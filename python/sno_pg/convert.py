@@ -57,11 +57,12 @@ after an interruption, a crash included, continues where it stopped):
   4. batches of --batch-size rows, one transaction each, in (time, key) order, each row getting
      sno_generate_at(meta, its time): row locks only, FOR UPDATE SKIP LOCKED; WHERE <new> IS
      NULL, so no row ever gets a second ID. A row a client (or another run) held locked is done
-     in a later pass: its ID has its time too, but may sort after IDs of the same 4 ms unit. Rows whose time
-     is NULL or outside 2010-01-01 .. 2079-09-07 are reported and the conversion stops here
-     (exit 3) with what to do; nothing below is done before they are converted.
-  5. the work index dropped CONCURRENTLY; then, after every transaction older than the last
-     batch ended, the children's new columns filled in batches (row locks, SKIP LOCKED).
+     in a later pass: its ID has its time too, but may sort after IDs of its 4 ms unit. Rows
+     whose time is NULL or outside 2010-01-01 .. 2079-09-07 are reported and the conversion
+     stops here (exit 3) with what to do; nothing below is done before they have IDs.
+  5. the work index dropped CONCURRENTLY; then, once every client transaction older than the
+     last batch has ended (a session idle in a transaction delays this; printed every 10 s),
+     the children's new columns filled in batches of block ranges (row locks, SKIP LOCKED).
   6. NOT NULL on <new>: ADD CONSTRAINT ... CHECK (<new> IS NOT NULL) NOT VALID (ACCESS
      EXCLUSIVE, ms), VALIDATE CONSTRAINT (SHARE UPDATE EXCLUSIVE: a scan, reads and writes go
      on), SET NOT NULL, which uses the check, and DROP CONSTRAINT (ACCESS EXCLUSIVE, ms).
@@ -81,10 +82,20 @@ after an interruption, a crash included, continues where it stopped):
  10. the old foreign keys validated again (as in 8).
 
 locks: only steps 1, 2, 6, 8 and 9 take a lock that blocks clients (ACCESS EXCLUSIVE or SHARE
-ROW EXCLUSIVE), each held for milliseconds, each asked for with lock_timeout (--lock-timeout) and
-tried again with backoff (--retries). A client statement waits at most lock_timeout behind such a
-request plus the milliseconds it is held, or, for a row the tool has locked, one batch's
-transaction. Everything else is row locks or SHARE UPDATE EXCLUSIVE.
+ROW EXCLUSIVE), each held for milliseconds. Each such step first takes all its tables' locks in
+one LOCK TABLE (children before the parent, the order a client writing a child takes them) with
+lock_timeout and statement_timeout set to --lock-timeout, and is tried again with backoff
+(--retries) when that runs out; where the role may set deadlock_timeout, it is 100 ms or less in
+that transaction, so that in a deadlock with a client the tool is the one that gives up. So a
+client statement waits at most --lock-timeout behind the tool plus the milliseconds a lock is
+held, or, for a row a batch has locked, one batch's transaction. Everything else is row locks or
+SHARE UPDATE EXCLUSIVE, which reads and writes do not wait for. Two runs on one table take their
+DDL steps one at a time (an advisory lock) and share the batches.
+
+after: the old key column keeps its values, NOT NULL, its default and a UNIQUE constraint;
+each child keeps its old foreign key column, kept in step with the new one by the trigger of
+step 2 in both directions (a row written with only one of them gets the other), until you drop
+them.
 
 time of each ID: --time-column's value (timestamptz, timestamp, date); without it, a UUIDv7's or
 ULID's embedded time, and for other keys (bigint, uuid v4, other text) the conversion's time in
@@ -157,10 +168,6 @@ class Child:
 
     def __init__(self, **kw):
         self.__dict__.update(kw)
-
-    @property
-    def label(self):
-        return f"{self.relname}.{self.fk_col}"
 
 
 class Converter:
@@ -251,7 +258,7 @@ class Converter:
         while not self.v("SELECT pg_try_advisory_lock(%s::int4, %s::oid::int4)", [ADVISORY_KEY, self.oid]):
             if time.monotonic() - waited > 10:
                 waited = time.monotonic()
-                self.say("  waiting for another run of this tool on the same table (its index step)")
+                self.say("  waiting for another run of this tool on the same table (a DDL step)")
             time.sleep(0.2)
         try:
             return fn()
@@ -437,6 +444,11 @@ class Converter:
                 raise Refused(f"the foreign key {conname} belongs to partitioned table {clabel}: not handled")
             if self.v("SELECT 1 FROM pg_inherits WHERE inhrelid = %s OR inhparent = %s", [crel, crel]):
                 raise Refused(f"{clabel} (foreign key {conname}) takes part in table inheritance: not handled")
+            if not self.v("SELECT has_schema_privilege(%s::oid, 'CREATE')", [cnsp]):
+                raise Refused(
+                    f"{self.v('SELECT current_user')} may not create the trigger function that keeps {clabel}'s new column "
+                    f"in step in schema {cschema}: GRANT CREATE ON SCHEMA {sql.Identifier(cschema).as_string(self.conn)} "
+                    f"TO {sql.Identifier(self.v('SELECT current_user')).as_string(self.conn)} (or run this as the schema's owner)")
             fk = self.q1(
                 "SELECT attname, format_type(atttypid, atttypmod), attnotnull FROM pg_attribute WHERE attrelid = %s AND attnum = %s",
                 [crel, conkey[0]],
@@ -568,8 +580,58 @@ class Converter:
         if self.ident_warning:
             lines.append("note: the replica identity is the old primary key's index; after the swap the table has none "
                          "(it is in no publication)")
-        lines.append("steps: see --help; each is skipped when the catalog shows it done")
+        if o.dry_run:
+            lines += self.dry_run_steps()
+        else:
+            lines.append("steps: see --help; each is skipped when the catalog shows it done")
         return lines
+
+    def dry_run_steps(self):
+        """The steps, what each locks, and whether the catalog shows it done."""
+        S, I, o = sql.SQL, sql.Identifier, self.o
+        new = self.new_col()
+        out = ["the plan (--dry-run: nothing is changed):"]
+
+        def step(n, text, lock, done):
+            out.append(f"  {n:>2}. [{'done' if done else 'todo'}] {text}  ({lock})")
+
+        step(1, f"ADD COLUMN {o.new_column} sno, SET DEFAULT sno_generate({o.meta})", "ACCESS EXCLUSIVE, ms",
+             new is not None and new[4] is not None)
+        for c in self.children:
+            trg = pg_name(c.relname, c.new_col, "sno_sync")
+            step(2, f"{c.relname}: ADD COLUMN {c.new_col} sno, trigger {trg}", "ACCESS EXCLUSIVE on the child, ms",
+                 self.column(c.rel, c.new_col) is not None
+                 and self.v("SELECT 1 FROM pg_trigger WHERE tgrelid = %s AND tgname = %s", [c.rel, trg]) is not None)
+        todo = self.count_todo() if new else None
+        step(3, f"work index {self.work_index} CONCURRENTLY", "SHARE UPDATE EXCLUSIVE",
+             todo == 0 or (self.index(self.nsp_oid, self.work_index) or (None, False))[1])
+        bad = self.count_todo(False) if new else 0
+        step(4, f"batches of {o.batch_size}: {'all' if todo is None else todo} rows to give IDs"
+             + (f", {bad} of them with no usable time (the run stops there without --fallback-time)" if bad else ""),
+             "row locks, SKIP LOCKED", todo == 0)
+        for c in self.children:
+            left = None
+            if self.column(c.rel, c.new_col) is not None:
+                left = self.v(S("SELECT count(*) FROM ONLY {ct} WHERE {nc} IS NULL AND {fk} IS NOT NULL").format(
+                    ct=c.ident, nc=I(c.new_col), fk=I(c.fk_col)))
+            step(5, f"{c.relname}: fill {c.new_col}: {'all' if left is None else left} rows", "row locks, SKIP LOCKED",
+                 left == 0)
+        step(6, f"NOT NULL on {o.new_column} (CHECK NOT VALID, VALIDATE, SET NOT NULL)",
+             "ACCESS EXCLUSIVE ms; SHARE UPDATE EXCLUSIVE for the scan", new is not None and new[2])
+        r = self.index(self.nsp_oid, self.new_key_index)
+        step(7, f"UNIQUE INDEX CONCURRENTLY {self.new_key_index}; a unique index on {self.key} besides the primary key",
+             "SHARE UPDATE EXCLUSIVE", r is not None and r[1])
+        for c in self.children:
+            fk_name = pg_name(c.relname, c.new_col, "fkey")
+            con = self.constraint(c.rel, fk_name)
+            step(8, f"{c.relname}: {'index, ' if c.indexed else ''}{'NOT NULL, ' if c.fk_notnull else ''}"
+                 f"FOREIGN KEY {fk_name} NOT VALID, VALIDATE", "SHARE ROW EXCLUSIVE ms; SHARE UPDATE EXCLUSIVE",
+                 con is not None and con[2])
+        step(9, f"the swap: primary key {self.pk_name} on {o.new_column}, old foreign keys "
+             + ("dropped" if o.drop_old_fks else "added again NOT VALID"),
+             f"ACCESS EXCLUSIVE on {1 + sum(1 for c in self.children if c.on_pk)} table(s), ms", False)
+        step(10, "VALIDATE the old foreign keys", "SHARE UPDATE EXCLUSIVE", o.drop_old_fks or not self.children)
+        return out
 
     # --- the steps ---------------------------------------------------------------------------
 
@@ -753,7 +815,7 @@ END""").format(**f).as_string(self.conn)
                     raise
                 self.say(f"  index {name}: {str(e).strip().splitlines()[0]}; again")
                 time.sleep(min(0.2 * attempt, 5))
-        raise RuntimeError(f"index {name}: not built after {self.o.retries} tries")
+        raise Stopped(f"index {name}: not built after {self.o.retries} tries (see above); run the same command again")
 
     def idle_for_ddl(self, rel):
         """Whether no other session holds a lock on rel that a concurrent index build holds
@@ -869,7 +931,9 @@ SELECT (SELECT count(*) FROM upd), {onames} FROM todo ORDER BY {desc} LIMIT 1"""
                 f"Stopped before NOT NULL and the primary key swap (new rows get IDs meanwhile). Either give those "
                 f"rows the conversion's time, run:\n"
                 f"  run: {self.command(['--fallback-time', 'now'])}\n"
-                f"or correct their {self.time_col or 'keys'} (UPDATE ... WHERE {self.key} IN (...)) and run the same command again."
+                + (f"or correct their {self.time_col} (UPDATE {self.name} SET {self.time_col} = ... WHERE {self.key} IN (...)) "
+                   "and run the same command again." if self.time_col else
+                   "or delete those rows and run the same command again.")
             )
 
     def command(self, extra):
@@ -891,9 +955,11 @@ SELECT (SELECT count(*) FROM upd), {onames} FROM todo ORDER BY {desc} LIMIT 1"""
         """Waits until every transaction open now has ended: after that, every child row written
         by an older transaction is visible to the child batches, and every newer one saw the
         parent's IDs in its trigger."""
+        # Client sessions only: autovacuum and other workers write no child rows.
         vxids = [r[0] for r in self.q(
-            """SELECT l.virtualxid FROM pg_locks l WHERE l.locktype = 'virtualxid' AND l.granted
-               AND l.pid <> pg_backend_pid() AND l.virtualxid IS NOT NULL""")]
+            """SELECT l.virtualxid FROM pg_locks l LEFT JOIN pg_stat_activity a ON a.pid = l.pid
+               WHERE l.locktype = 'virtualxid' AND l.granted AND l.pid <> pg_backend_pid()
+               AND l.virtualxid IS NOT NULL AND coalesce(a.backend_type, 'client backend') = 'client backend'""")]
         t = time.monotonic()
         last = t
         while vxids:
@@ -1181,6 +1247,10 @@ def main(argv=None, out=None):
         conv = Converter(conn, opts, out)
         conv.inspect()
         return conv.run()
+    except KeyboardInterrupt:
+        print("interrupted: every batch and step is its own transaction; run the same command again to resume",
+              file=out, flush=True)
+        return 130
     except Refused as e:
         print(f"refused: {e}\n(nothing was changed)", file=out, flush=True)
         return EXIT_REFUSED

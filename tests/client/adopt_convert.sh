@@ -167,8 +167,8 @@ ra=0 rb=0 rcc=0
 wait "$pa" || ra=$?
 wait "$pb" || rb=$?
 wait "$pc" || rcc=$?
-check "phase 1: run A (in a batch at the crash) lost its connection: exit 4, says so" \
-    "$ra $(grep -c '^connection lost' "$CL_WORK/p1_a.out")" "4 1"
+check "phase 1: run A lost its connection inside a batch (its last step line): exit 4, says so" \
+    "$ra $(grep '^\[' "$CL_WORK/p1_a.out" | tail -n 1 | grep -c '(test: sleeping') $(grep -c '^connection lost' "$CL_WORK/p1_a.out")" "4 1 1"
 bc="no: B $rb, C $rcc"
 if ((rb == 4 || rb == 0)) && ((rcc == 4 || rcc == 0)); then bc=yes; fi
 check "phase 1: runs B and C ended with the server (exit 4, or 0 when done)" "$bc" yes
