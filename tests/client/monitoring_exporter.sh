@@ -10,12 +10,15 @@
 # jit_above_cost (every scrape runs them). Each exporter's /metrics is read with curl and compared
 # with what the server's own sno_generator says, in each state:
 #   p  a primary: ready with its derived partition; IDs made move ids_issued by exactly their
-#      number; its clock stepped back 10 s: regressions, flips and the tick-tock bit move; then
-#      sno.partition 9 (ALTER SYSTEM, reload): source explicit, partition 9;
+#      number, and one sno_generate_at call (a session's first: a reserved partition granted)
+#      moves sno_reserved_granted up by one and sno_reserved_remaining down by one; its clock
+#      stepped back 10 s: regressions, flips and the tick-tock bit move; then sno.partition 9
+#      (ALTER SYSTEM, reload): source explicit, partition 9;
 #   c  a pg_basebackup copy of p started beside it: sno_generate fails with SQLSTATE 55000, the
-#      exporter shows status copy, ready 0 and no partition;
+#      exporter shows status copy, ready 0, no partition, and sno_reserved_may_grant 0 with p's
+#      grant counted;
 #   s  a streaming standby of p: status standby, ready 0, no partition series (its view shows
-#      the partition it will use once promoted, 9);
+#      the partition it will use once promoted, 9), p's sno_reserved counts;
 #   a Citus 13.2.2 cluster, coordinator co and workers w1, w2 (tests/citus/citus.bash), the
 #      role created on the coordinator only (Citus creates it, with its pg_monitor membership,
 #      on w1 and on w2 added later): an exporter on co with doc/monitoring/queries-citus.yaml
@@ -276,6 +279,17 @@ check_status() {
         "$(m_value "$1" sno_partition_partition | xargs)" "$p"
 }
 
+# check_reserved EXPORTER NODE MAY_GRANT: each sno_reserved_* series against the node's view
+# sno_reserved, and may_grant as expected.
+check_reserved() {
+    local want
+    want="$(node_sql "$2" "SELECT concat_ws(' ', total, granted, used_by_live, remaining, may_grant::int) FROM sno_reserved")"
+    check "exporter $1: sno_reserved_{partitions,granted,used_by_live,remaining,may_grant} are $2's sno_reserved ($want)" \
+        "$(m_value "$1" sno_reserved_partitions) $(m_value "$1" sno_reserved_granted) $(m_value "$1" sno_reserved_used_by_live) $(m_value "$1" sno_reserved_remaining) $(m_value "$1" sno_reserved_may_grant)" \
+        "$want"
+    check "exporter $1: sno_reserved_may_grant is $3" "$(m_value "$1" sno_reserved_may_grant)" "$3"
+}
+
 # check_costs NODE QUERIES: every query of the file, planned on NODE, costs less than
 # jit_above_cost: each scrape runs them all, and JIT compilation took 20 to 130 ms a query here.
 check_costs() {
@@ -310,13 +324,22 @@ check_health p
 check_status p p ready 1
 check "exporter p: source derived" "$(m_label p sno_partition_partition source)" derived
 check "exporter p: server label is the DSN's host:port" "$(m_label p sno_status_ready server)" "$CL_WORK:$(node_port p)"
-check_rule_names p '^(sno_status|sno_partition|sno_generator|pg)_'
+check_rule_names p '^(sno_status|sno_partition|sno_generator|sno_reserved|pg)_'
 check_costs p "$MON/queries.yaml"
 check_generator p p
+check_reserved p p 1
 before="$(m_value p sno_generator_ids_issued_total)"
+granted="$(m_value p sno_reserved_granted)"
+remaining="$(m_value p sno_reserved_remaining)"
 gen p 1000
+# A session's first sno_generate_at: a reserved partition granted to it.
+check "p: sno_generate_at made an ID with a reserved partition" \
+    "$(node_sql p "SELECT sno_partition(sno_generate_at(1, now() - interval '1 day')) >= 61440")" t
 scrape p
 check "exporter p: ids_issued moved by the 1000 IDs made" "$(($(m_value p sno_generator_ids_issued_total) - before))" 1000
+check "exporter p: sno_reserved_granted up by one, sno_reserved_remaining down by one (the grant)" \
+    "$(($(m_value p sno_reserved_granted) - granted)) $((remaining - $(m_value p sno_reserved_remaining)))" "1 1"
+check_reserved p p 1
 check "exporter p: the last ID is less than a minute old (high_water_age_seconds)" \
     "$(m_value p sno_generator_high_water_age_seconds | awk '{ print ($1 >= 0 && $1 < 60) }')" 1
 check "exporter p: the horizon is ahead of the clock (horizon_ahead_seconds)" \
@@ -355,6 +378,8 @@ exporter_start c c "$MON/queries.yaml"
 scrape c
 check_health c
 check_status c c copy 0
+check_reserved c c 0
+check "exporter c: the copy counts p's grants" "$(m_value c sno_reserved_granted)" "$(m_value p sno_reserved_granted)"
 check "c: status_message says why" \
     "$(node_sql c "SELECT status_message LIKE 'this server is a copy of one that made IDs with partition 9%' FROM sno_generator")" t
 
@@ -369,6 +394,8 @@ exporter_start s s "$MON/queries.yaml"
 scrape s
 check_health s
 check_status s s standby 0
+check_reserved s s 0
+check "exporter s: the standby counts p's grants" "$(m_value s sno_reserved_granted)" "$(m_value p sno_reserved_granted)"
 check "s: the view shows the partition the standby will use once promoted" \
     "$(node_sql s "SELECT partition, partition_source FROM sno_generator")" "9|sno.partition"
 
