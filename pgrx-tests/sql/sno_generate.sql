@@ -117,3 +117,38 @@ SELECT count(*) AS partitions, bool_and(used_here) AS all_here,
        bool_and(partition = sno_current_partition()) AS own_partition,
        bool_and(ids_until > now()) AS horizon_ahead
 FROM sno_generator_lineage;
+
+-- IDs for past times (sno_generate_at): labels, privileges, errors, and properties.
+SELECT p.oid::regprocedure, provolatile, proisstrict, proparallel,
+       has_function_privilege('public', p.oid, 'EXECUTE') AS public_may
+FROM pg_proc p WHERE proname IN ('sno_generate_at', 'sno_reserved_grant', 'sno_reserved_space')
+ORDER BY p.oid::regprocedure::text COLLATE "C";
+SELECT a, pg_temp.err(format('SELECT sno_generate_at(%s, %L)', m, a)) FROM (VALUES
+    (256, '2020-01-01+00'), (-1, '2020-01-01+00'), (0, '2009-12-31 23:59:59.999999+00'),
+    (0, '2079-09-07 15:47:35.552+00'), (0, 'infinity'), (0, '-infinity')) AS t(m, a);
+SELECT sno_generate_at(NULL, now()) IS NULL AS null_meta, sno_generate_at(0, NULL) IS NULL AS null_at;
+-- The first and last instants of the format, and the time floored to 4 ms.
+SELECT sno_time(sno_generate_at(0, '2010-01-01 00:00:00+00')) AS first_unit,
+       sno_time(sno_generate_at(0, '2079-09-07 15:47:35.551999+00')) AS last_unit,
+       sno_time(sno_generate_at(7, '2020-02-03 04:05:06.7899+00')) AS floored;
+-- 50,000 IDs in time order, many in one unit, out of order and repeated in between: every one
+-- distinct, from a reserved partition, with the time asked for (floored), meta as given; in
+-- the order made, non-decreasing times give increasing IDs.
+CREATE TEMP TABLE at_ids AS
+SELECT n, t, sno_generate_at(3, t) AS id FROM (
+    SELECT n, CASE WHEN n % 100 = 0 THEN timestamptz '2012-01-01+00' + (n % 7) * interval '1 s'
+                   ELSE timestamptz '2020-01-01+00' + (n / 40) * interval '1 ms' END AS t
+    FROM generate_series(1, 50000) n) s ORDER BY n;
+SELECT count(*) AS n, count(DISTINCT id) AS distinct_ids,
+       bool_and(sno_partition(id) >= 61440) AS reserved,
+       bool_and(sno_time(id) = date_bin('4 ms', t, '2010-01-01+00')) AS time_floored,
+       bool_and(sno_meta(id) = 3 AND sno_tick(id) = 0) AS meta_tick
+FROM at_ids;
+SELECT bool_and(id > prev) AS increasing_where_time_does_not_go_back
+FROM (SELECT id, t, lag(id) OVER (ORDER BY n) AS prev, lag(t) OVER (ORDER BY n) AS prev_t FROM at_ids) s
+WHERE prev IS NOT NULL AND t >= prev_t;
+-- One session, one grant: recorded once, here and in the view.
+SELECT count(DISTINCT sno_partition(id)) AS grants FROM at_ids;
+SELECT count(*) AS rows, bool_and(grantee = current_user) AS mine FROM sno_reserved_grants;
+SELECT total, granted >= 1 AS granted, remaining = total - granted - used_by_live AS consistent, may_grant
+FROM sno_reserved;

@@ -19,6 +19,34 @@ mod tests {
     }
 
     #[pg_test]
+    fn ids_for_random_past_times_never_meet_live_ids_and_keep_the_session_order() {
+        // Random times, a third of them the current unit (where sno_generate writes too), in
+        // random order, for three meta bytes; then live IDs for now.
+        run("CREATE TABLE t_at AS SELECT g, m, t, sno_generate_at(m, t) AS id FROM (
+                SELECT g, g % 3 AS m,
+                       CASE WHEN g % 3 = 0 THEN clock_timestamp()
+                            ELSE timestamptz '2011-01-01+00' + random() * interval '20 years' END AS t
+                FROM generate_series(1, 30000) g) s");
+        run("INSERT INTO t_at SELECT g, g % 3, clock_timestamp(), sno_generate(g % 3) FROM generate_series(30001, 60000) g");
+        assert_eq!(one::<i64>("SELECT count(DISTINCT id) FROM t_at"), 60_000);
+        // Never a live partition, never one of theirs.
+        assert_eq!(
+            one::<i64>(
+                "SELECT count(*) FROM t_at a JOIN t_at b ON sno_partition(a.id) = sno_partition(b.id)
+                 WHERE a.g <= 30000 AND b.g > 30000"
+            ),
+            0
+        );
+        // Within one unit and meta, in call order: strictly increasing (a unit given again after
+        // later ones takes numbers past every one given).
+        assert!(one::<bool>(
+            "SELECT coalesce(bool_and(id > prev), true) FROM (
+                SELECT id, lag(id) OVER (PARTITION BY m ORDER BY date_bin('4 ms', t, '2010-01-01+00'), g) AS prev
+                FROM t_at WHERE g <= 30000) s WHERE prev IS NOT NULL AND sno_time(id) = sno_time(prev)"
+        ));
+    }
+
+    #[pg_test]
     fn catalog_says_fixed_10_bytes_by_reference() {
         let row: String = one(
             "SELECT format('%s %s %s %s', typlen, typbyval, typalign, typstorage) FROM pg_type WHERE typname = 'sno'",
