@@ -9,7 +9,8 @@
 -- * sno_reserved_grant(): a Citus coordinator's grant for a worker's session (it checks that
 --   the caller may execute sno_generate_at);
 -- * the table sno_reserved_grants (one row per reserved partition granted to a session of this
---   database; pg_dump carries it), SELECT granted to PUBLIC;
+--   database; pg_dump carries it), SELECT granted to PUBLIC, and its trigger
+--   sno_reserved_grants_noted (a restored row is recorded in the server's lineage);
 -- * sno_reserved_space() and the view sno_reserved, SELECT granted to PUBLIC.
 -- Every C symbol of 0.5.0 keeps its shape: a database still at 0.5.0 works with this library.
 --
@@ -52,6 +53,12 @@ CREATE TABLE @extschema@.sno_reserved_grants (
 );
 COMMENT ON TABLE @extschema@.sno_reserved_grants IS 'reserved sno partitions granted to sessions of this database (sno_generate_at)';
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.sno_reserved_grants', '');
+CREATE FUNCTION @extschema@.sno_reserved_grants_noted()
+	RETURNS TRIGGER
+	LANGUAGE c
+	AS 'MODULE_PATHNAME', 'sno_reserved_grants_noted_wrapper';
+CREATE TRIGGER sno_reserved_grants_noted AFTER INSERT ON @extschema@.sno_reserved_grants
+    FOR EACH ROW EXECUTE FUNCTION @extschema@.sno_reserved_grants_noted();
 GRANT SELECT ON @extschema@.sno_reserved_grants TO PUBLIC;
 
 ALTER FUNCTION @extschema@.sno_reserved_space() ROWS 1;

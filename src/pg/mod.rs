@@ -54,7 +54,11 @@ mod tests;
 ::pgrx::extension_sql_file!(
     "../../sql/sno_reserved.sql",
     name = "sno_reserved",
-    requires = ["sno_monitoring", generator::monitor::sno_reserved_space]
+    requires = [
+        "sno_monitoring",
+        generator::monitor::sno_reserved_space,
+        generator::at::sno_reserved_grants_noted
+    ]
 );
 
 /// Loads the extension: settings always; the shard table only while the postmaster preloads

@@ -382,3 +382,23 @@ unsafe extern "C-unwind" fn on_subxact(
         };
     }
 }
+
+/// The trigger on `sno_reserved_grants` (AFTER INSERT, each row): a grant a restored database
+/// brings (`pg_dump`'s data for the table, loaded with COPY) is recorded in this server's
+/// lineage at once, so that no database of this server is granted it again. A row
+/// `sno_generate_at` writes names a partition the lineage already has: nothing is written.
+#[pg_trigger]
+fn sno_reserved_grants_noted<'a>(
+    trigger: &'a PgTrigger<'a>,
+) -> Result<Option<PgHeapTuple<'a, AllocatedByPostgres>>, pgrx::heap_tuple::PgHeapTupleError> {
+    if let Some(row) = trigger.new() {
+        let partition = row.get_by_name::<i32>("partition").ok().flatten();
+        if let (Some(p), Some(s)) = (
+            partition.and_then(|p| u16::try_from(p).ok()),
+            shmem::shared(),
+        ) {
+            super::durable::note_restored_grant(s, p);
+        }
+    }
+    Ok(None)
+}

@@ -368,6 +368,36 @@ pub(super) fn grant_reserved(
     }
 }
 
+/// A grant a restored database's `sno_reserved_grants` names, recorded in this server's lineage
+/// (state file, WAL) unless it is known already. Not in recovery (a table takes no rows there).
+pub(super) fn note_restored_grant(s: &'static Shared, partition: u16) {
+    if !crate::generator::reserved::is_reserved(partition)
+        || shmem::locked(s, |g| g.lineage.granted.contains(partition))
+        || s.state.load(Relaxed) != shmem::STATE_READY
+    {
+        return;
+    }
+    let done = shmem::writing_interruptibly(s, || {
+        let st = shmem::locked(s, |g| {
+            let mut st = g.lineage;
+            st.note_granted(partition);
+            st
+        });
+        put_file(s, &st)?;
+        let lsn = crate::pg::wal::log_grant(st.incarnation, partition);
+        crate::pg::wal::flush(lsn);
+        shmem::locked(s, |g| {
+            let mut now = g.lineage;
+            now.note_granted(partition);
+            shmem::set_lineage(s, g, now);
+        });
+        Ok::<_, std::io::Error>(())
+    });
+    if let Err(e) = done {
+        raise_write(e);
+    }
+}
+
 /// Redo of a grant record: the partition is never granted again here (nor by this server's
 /// copies and promoted standbys); the state file keeps it, as [`replay`] does.
 pub fn replay_grant(s: &'static Shared, partition: u16) {
