@@ -55,8 +55,9 @@ after an interruption, a crash included, continues where it stopped):
   3. a work index on the conversion order WHERE <new> IS NULL, built CONCURRENTLY: SHARE UPDATE
      EXCLUSIVE (reads and writes go on; it waits for older transactions).
   4. batches of --batch-size rows, one transaction each, in (time, key) order, each row getting
-     sno_generate_at(meta, its time): row locks only, FOR UPDATE SKIP LOCKED; WHERE <new> IS
-     NULL, so no row ever gets a second ID. A row a client (or another run) held locked is done
+     sno_generate_at(meta, its time): row locks only (FOR NO KEY UPDATE SKIP LOCKED: foreign
+     key checks of clients writing children do not wait for them); WHERE <new> IS NULL, so no
+     row ever gets a second ID. A row a client (or another run) held locked is done
      in a later pass: its ID has its time too, but may sort after IDs of its 4 ms unit. Rows
      whose time is NULL or outside 2010-01-01 .. 2079-09-07 are reported and the conversion
      stops here (exit 3) with what to do; nothing below is done before they have IDs.
@@ -240,12 +241,16 @@ class Converter:
                     self.conn.execute("SELECT set_config('statement_timeout', %s, true)", [f"{self.lock_timeout_ms}ms"])
                     self.conn.execute(lock_sql)
                     self.conn.execute("SELECT set_config('statement_timeout', '0', true)")
+                locked = time.monotonic()
                 if check():
-                    return False
+                    return None
                 action()
-                return True
+            return time.monotonic() - locked  # the locks are released at the commit
 
-        return self.serialized(lambda: self.retrying(what, once, also=("57014",)))
+        held = self.serialized(lambda: self.retrying(what, once, also=("57014",)))
+        if held is not None:
+            self.say(f"  {what}: locks held {1000 * held:.0f} ms")
+        return held is not None
 
     def serialized(self, fn):
         """fn() under a session advisory lock on the table: two runs on one table take their DDL
@@ -484,6 +489,8 @@ class Converter:
         if self.time_col:
             tc = I(self.time_col)
             self.time_source = f"column {self.time_col} ({self.time_type})"
+            if self.time_type != "timestamp with time zone":
+                self.time_source += f", read in time zone {self.v('SHOW TimeZone')} (--time-zone)"
             at = S("{}::timestamptz").format(tc)
             valid = S("({tc} >= {lo} AND {tc} < {hi})").format(tc=tc, lo=lo, hi=hi)
             self.order = [tc, k]
@@ -861,7 +868,7 @@ WITH todo AS MATERIALIZED (
     FROM ONLY {t}
     WHERE {n} IS NULL AND {valid} {keyset}
     ORDER BY {order} LIMIT {lim}
-    FOR UPDATE SKIP LOCKED),
+    FOR NO KEY UPDATE SKIP LOCKED),
 ids AS MATERIALIZED (
     SELECT tid, {x}.sno_generate_at({meta}, at) AS id FROM todo ORDER BY {onames}),
 upd AS (
@@ -878,7 +885,7 @@ SELECT (SELECT count(*) FROM upd), {onames} FROM todo ORDER BY {desc} LIMIT 1"""
         q_first, q_next = self.batch_query(False), self.batch_query(True)
         total = self.count_todo(True)
         self.say(f"step 4: {total} rows to give IDs, in batches of {o.batch_size} "
-                 f"(sno_generate_at, FOR UPDATE SKIP LOCKED, one transaction each)")
+                 f"(sno_generate_at, FOR NO KEY UPDATE SKIP LOCKED, one transaction each)")
         t_start = time.monotonic()
         done = 0
         last_report = 0.0
@@ -989,7 +996,7 @@ SELECT (SELECT count(*) FROM upd), {onames} FROM todo ORDER BY {desc} LIMIT 1"""
 WITH todo AS MATERIALIZED (
     SELECT c.ctid AS tid, c.{fk} AS fk FROM ONLY {ct} c
     WHERE c.{nc} IS NULL AND c.{fk} IS NOT NULL AND c.ctid >= %s::tid AND c.ctid < %s::tid
-    FOR UPDATE SKIP LOCKED),
+    FOR NO KEY UPDATE SKIP LOCKED),
 upd AS (
     UPDATE ONLY {ct} c SET {nc} = p.{pn} FROM todo, ONLY {p} p
     WHERE c.ctid = todo.tid AND p.{pk} = todo.fk AND p.{pn} IS NOT NULL RETURNING 1)
@@ -1197,6 +1204,9 @@ def build_parser():
     p.add_argument("--dsn", "-d", default="", help="libpq connection string or URI (default: the PG* environment)")
     p.add_argument("--meta", type=int, required=True, help="the meta byte of the new IDs (0-255)")
     p.add_argument("--time-column", help="the column whose time goes into each existing row's ID")
+    p.add_argument("--time-zone", metavar="ZONE",
+                   help="the TimeZone a timestamp (without time zone) or date --time-column is read in "
+                   "(default: this session's, from PGTZ or the server)")
     p.add_argument("--key-column", help="the old key (default: the primary key's column)")
     p.add_argument("--new-column", default="sno_id", help="the new sno column, the new primary key (default: sno_id)")
     p.add_argument("--child-column", action="append", metavar="CHILD.FKCOL=NAME",
@@ -1238,6 +1248,8 @@ def main(argv=None, out=None):
         conn.execute("SET statement_timeout = 0")
         conn.execute("SET idle_in_transaction_session_timeout = 0")
         conn.execute("SET client_min_messages = warning")
+        if opts.time_zone:
+            conn.execute("SELECT set_config('TimeZone', %s, false)", [opts.time_zone])
         if opts.fallback_time and opts.fallback_time != "now":
             ok = conn.execute("SELECT %s::timestamptz >= %s::timestamptz AND %s::timestamptz < %s::timestamptz",
                               [opts.fallback_time, TIME_LO, opts.fallback_time, TIME_HI]).fetchone()[0]
