@@ -228,6 +228,10 @@ pub struct State {
     /// Every reserved partition the lineage's allocator granted ([`State::grant`]), or that a
     /// restored database's grants table names: never granted again, never a live partition.
     pub granted: Partitions,
+    /// The role each reserved partition was granted to (by OID; 0: unknown, as for one a
+    /// restored table names), indexed by `partition - 61440`: the per-role limit counts these,
+    /// so a grant whose transaction rolled back still counts.
+    pub grantees: [u32; reserved::COUNT as usize],
 }
 
 /// Why `sno_generate` may not go on.
@@ -324,6 +328,7 @@ impl State {
             used_by_others: Partitions::NONE,
             used_by_me: Partitions::NONE,
             granted: Partitions::NONE,
+            grantees: [0; reserved::COUNT as usize],
         }
     }
 
@@ -351,9 +356,35 @@ impl State {
     /// record or a restored grants table says): it is never granted again. Partitions outside
     /// the reserved range are ignored (no grant names one).
     pub fn note_granted(&mut self, p: u16) {
+        self.note_grant_to(p, 0);
+    }
+
+    /// [`State::note_granted`], to role `role` (an OID; 0: unknown). A grantee once known is kept.
+    pub fn note_grant_to(&mut self, p: u16, role: u32) {
         if reserved::is_reserved(p) {
             self.granted.insert(p);
+            let g = &mut self.grantees[(p - reserved::FIRST) as usize];
+            if *g == 0 {
+                *g = role;
+            }
         }
+    }
+
+    /// The role reserved partition `p` was granted to (0: unknown or not granted).
+    pub fn grantee(&self, p: u16) -> u32 {
+        if reserved::is_reserved(p) {
+            self.grantees[(p - reserved::FIRST) as usize]
+        } else {
+            0
+        }
+    }
+
+    /// How many reserved partitions were granted to role `role`.
+    pub fn grants_of(&self, role: u32) -> u32 {
+        if role == 0 {
+            return 0;
+        }
+        self.grantees.iter().filter(|&&g| g == role).count() as u32
     }
 
     /// Whether reserved partition `p` is granted or used.
@@ -482,7 +513,9 @@ impl State {
     /// [`State::entries`], it also carries the partitions that left `other`'s table and their
     /// bound. Returns how many of `other`'s partitions were taken as this incarnation's.
     pub fn learn(&mut self, other: &State) -> usize {
-        self.granted.union(&other.granted);
+        for p in other.granted.iter() {
+            self.note_grant_to(p, other.grantee(p));
+        }
         let mut adopted = 0;
         for e in other.entries() {
             let mine = self.is_mine(e.partition);

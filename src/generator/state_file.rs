@@ -194,10 +194,17 @@ pub fn encode(st: &State) -> String {
         ));
     }
     if v5 {
+        let grantees: Vec<String> = st
+            .granted
+            .iter()
+            .filter(|&p| st.grantee(p) != 0)
+            .map(|p| format!("{p}:{}", st.grantee(p)))
+            .collect();
         body.push_str(&format!(
-            "grants_blocked={}\ngranted={}\n",
+            "grants_blocked={}\ngranted={}\ngrantees={}\n",
             st.grants_blocked as u8,
-            ranges_text(&st.granted)
+            ranges_text(&st.granted),
+            grantees.join(",")
         ));
     }
     for e in st.entries() {
@@ -330,6 +337,20 @@ pub fn decode(text: &[u8]) -> Result<State, StateError> {
                 .any(|p| !crate::generator::reserved::is_reserved(p))
             {
                 return Err(corrupt("granted partition outside the reserved range"));
+            }
+            let grantees = field("grantees")?;
+            let mut last = None;
+            for item in grantees.split(',').filter(|i| !i.is_empty()) {
+                let bad = || corrupt("bad grantees");
+                let (p, role) = item.split_once(':').ok_or_else(bad)?;
+                let p: u16 = p.parse().map_err(|_| bad())?;
+                let role: u32 = role.parse().map_err(|_| bad())?;
+                // Ascending, each a granted partition once, a real OID: as encode writes them.
+                if role == 0 || !st.granted.contains(p) || last.is_some_and(|l| l >= p) {
+                    return Err(bad());
+                }
+                last = Some(p);
+                st.note_grant_to(p, role);
             }
         }
         for line in lines.by_ref() {
@@ -602,20 +623,36 @@ mod tests {
     fn grants_and_a_blocked_copy_write_version_5() {
         let mut st = sample();
         assert!(encode(&st).starts_with("sno generator state 2\n"));
-        st.note_granted(61_440);
+        st.note_grant_to(61_440, 10);
         st.note_granted(61_441);
-        st.note_granted(61_500);
+        st.note_grant_to(61_500, 16_384);
         let text = encode(&st);
         assert!(text.starts_with("sno generator state 5\n"), "{text}");
         assert!(
-            text.contains("\ngrants_blocked=0\ngranted=61440-61441,61500\n"),
+            text.contains(
+                "\ngrants_blocked=0\ngranted=61440-61441,61500\ngrantees=61440:10,61500:16384\n"
+            ),
             "{text}"
         );
         assert_eq!(decode(text.as_bytes()), Ok(st));
+        assert_eq!(
+            (st.grants_of(10), st.grants_of(16_384), st.grants_of(0)),
+            (1, 1, 0)
+        );
+        // Grantees are checked: a partition not granted, out of order, role 0.
+        let body = &text[..text.rfind("crc32=").unwrap()];
+        for bad in ["61441:0", "61442:7", "61500:1,61440:2", "61440:x", "61440"] {
+            let b = body.replace("grantees=61440:10,61500:16384", &format!("grantees={bad}"));
+            let forged = format!("{b}crc32={:08x}\n", crc32(b.as_bytes()));
+            assert!(decode(forged.as_bytes()).is_err(), "{bad}");
+        }
         let mut c = sample();
         c.grants_blocked = true;
         let text = encode(&c);
-        assert!(text.contains("\ngrants_blocked=1\ngranted=\n"), "{text}");
+        assert!(
+            text.contains("\ngrants_blocked=1\ngranted=\ngrantees=\n"),
+            "{text}"
+        );
         assert_eq!(decode(text.as_bytes()), Ok(c));
         // A granted partition outside the reserved range is refused.
         let body = &text[..text.rfind("crc32=").unwrap()];

@@ -162,8 +162,8 @@ pub fn decode(b: &[u8]) -> Result<Record, RecordError> {
 }
 
 /// The payload of a grant record: the lineage's allocator granted `partition` (reserved) in
-/// `incarnation`. Little-endian, 11 bytes: format version 1 (1 byte), incarnation (8), partition
-/// (2). Written before any ID uses the partition; redo records the grant
+/// `incarnation`, to role `role` (an OID, 0: unknown). Little-endian, 15 bytes: format version 1
+/// (1 byte), incarnation (8), partition (2), role (4). Written before any ID uses the partition; redo records the grant
 /// ([`State::note_granted`]), so that no server carrying the WAL grants it again.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct GrantRecord {
@@ -171,10 +171,12 @@ pub struct GrantRecord {
     pub incarnation: u64,
     /// The reserved partition granted.
     pub partition: u16,
+    /// The role it was granted to (0: unknown).
+    pub role: u32,
 }
 
 /// The length of a grant record.
-pub const GRANT_LEN: usize = 11;
+pub const GRANT_LEN: usize = 15;
 
 /// The bytes of a grant record.
 pub fn encode_grant(g: &GrantRecord) -> [u8; GRANT_LEN] {
@@ -182,6 +184,7 @@ pub fn encode_grant(g: &GrantRecord) -> [u8; GRANT_LEN] {
     b[0] = VERSION;
     b[1..9].copy_from_slice(&g.incarnation.to_le_bytes());
     b[9..11].copy_from_slice(&g.partition.to_le_bytes());
+    b[11..15].copy_from_slice(&g.role.to_le_bytes());
     b
 }
 
@@ -192,9 +195,11 @@ pub fn decode_grant(b: &[u8]) -> Option<GrantRecord> {
     }
     let incarnation = u64::from_le_bytes(b[1..9].try_into().ok()?);
     let partition = u16::from_le_bytes([b[9], b[10]]);
+    let role = u32::from_le_bytes(b[11..15].try_into().ok()?);
     crate::generator::reserved::is_reserved(partition).then_some(GrantRecord {
         incarnation,
         partition,
+        role,
     })
 }
 
@@ -205,10 +210,11 @@ mod tests {
         let g = GrantRecord {
             incarnation: 0x0102_0304_0506_0708,
             partition: 61_441,
+            role: 16_384,
         };
         assert_eq!(decode_grant(&encode_grant(&g)), Some(g));
         let b = encode_grant(&g);
-        assert_eq!(decode_grant(&b[..10]), None);
+        assert_eq!(decode_grant(&b[..14]), None);
         let mut long = b.to_vec();
         long.push(0);
         assert_eq!(decode_grant(&long), None);

@@ -114,7 +114,7 @@ pub enum Problem<'a> {
     GrantOnCopy,
     /// Every reserved partition is granted or used.
     ReservedExhausted,
-    /// The role was granted as many reserved partitions in this database as its limit allows.
+    /// The role was granted as many reserved partitions on this server as its limit allows.
     ReservedLimit { role: &'a str, limit: i32 },
     /// `sno_generate_at` on a Citus node, in a database without Citus's metadata.
     GenerateAtOnCitus,
@@ -376,9 +376,9 @@ impl Problem<'_> {
             .detail("Each session that calls sno_generate_at is granted one of the 4096 reserved partitions (61440-65535) for good, and every one is granted or used in this server's lineage; see the sno_reserved view."),
             Problem::ReservedLimit { role, limit } => Report::new(
                 Code::ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
-                format!("role {} has used its limit of {limit} reserved sno partitions in this database", quoted(role.as_bytes())),
+                format!("role {} has used its limit of {limit} reserved sno partitions", quoted(role.as_bytes())),
             )
-            .detail("Each session that calls sno_generate_at is granted a reserved partition for good; the rows of sno_reserved_grants with this grantee count against sno.reserved_limit.")
+            .detail("Each session that calls sno_generate_at is granted a reserved partition for good; every grant to the role on this server (on Citus, by the coordinator), in any database and whether or not its transaction committed, counts against sno.reserved_limit.")
             .hint(format!("A superuser can raise the role's limit: ALTER ROLE {} SET sno.reserved_limit = {}; then the role's new sessions may be granted more. Calls in one session share its partition: make many IDs per session.", quote_ident(role), (*limit).max(0).saturating_mul(2).clamp(1, 4096))),
             Problem::GenerateAtOnCitus => Report::new(
                 Code::ERRCODE_FEATURE_NOT_SUPPORTED,

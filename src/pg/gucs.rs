@@ -23,8 +23,8 @@ static MAX_CLOCK_WAIT_MS: GucSetting<i32> = GucSetting::<i32>::new(10_000);
 /// Server configuration only (`SIGHUP`).
 static IDLE_HORIZON_S: GucSetting<i32> = GucSetting::<i32>::new(60);
 
-/// `sno.reserved_limit`: how many reserved partitions a role may be granted in a database
-/// (rows of `sno_reserved_grants` naming it). Superuser-settable, so that a superuser sets it
+/// `sno.reserved_limit`: how many reserved partitions a role may be granted on this server (the
+/// grants to it the lineage records, in any database). Superuser-settable, so that a superuser sets it
 /// per role (`ALTER ROLE ... SET`) and the role cannot raise its own.
 static RESERVED_LIMIT: GucSetting<i32> = GucSetting::<i32>::new(16);
 
@@ -153,7 +153,7 @@ pub fn init() {
     );
     GucRegistry::define_int_guc(
         c"sno.reserved_limit",
-        c"How many reserved partitions a role may be granted in a database by sno_generate_at.",
+        c"How many reserved partitions a role may be granted on this server by sno_generate_at.",
         c"Each session that calls sno_generate_at is granted one of the 4096 reserved partitions \
           for good. Set per role by a superuser: ALTER ROLE name SET sno.reserved_limit = n.",
         &RESERVED_LIMIT,

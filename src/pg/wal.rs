@@ -77,10 +77,11 @@ pub fn log_lineage(st: &crate::generator::lineage::State, timeline: u32, unimpor
 /// Writes a grant record: this incarnation granted reserved partition `partition`. Call
 /// holding the writer lock, after the state file recording the grant is written; the granting
 /// backend then makes it durable ([`make_durable`]) before any ID uses the partition.
-pub fn log_grant(incarnation: u64, partition: u16) -> u64 {
+pub fn log_grant(incarnation: u64, partition: u16, role: u32) -> u64 {
     let rec = wal_record::encode_grant(&wal_record::GrantRecord {
         incarnation,
         partition,
+        role,
     });
     // SAFETY: the data outlives XLogInsert, which copies it.
     unsafe {
@@ -252,7 +253,7 @@ unsafe extern "C-unwind" fn redo(record: *mut pg_sys::XLogReaderState) {
         let Some(g) = wal_record::decode_grant(record_data(record)) else {
             errors::raise(Problem::BadWalRecord);
         };
-        crate::pg::generator::durable::replay_grant(s, g.partition);
+        crate::pg::generator::durable::replay_grant(s, g.partition, g.role);
         return;
     }
     let Ok(rec) = wal_record::decode(record_data(record)) else {
@@ -275,8 +276,8 @@ unsafe extern "C-unwind" fn desc(buf: pg_sys::StringInfo, record: *mut pg_sys::X
     let grant = (record_info(record) == XLOG_SNO_GRANT).then(|| {
         match wal_record::decode_grant(record_data(record)) {
             Some(g) => format!(
-                "incarnation {} granted reserved partition {}",
-                g.incarnation, g.partition
+                "incarnation {} granted reserved partition {} to role {}",
+                g.incarnation, g.partition, g.role
             ),
             None => "invalid grant".to_string(),
         }

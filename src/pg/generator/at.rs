@@ -13,7 +13,7 @@
 //! caller's transaction (so that `pg_dump` carries it with the rows holding its IDs); if that
 //! transaction or subtransaction rolls back, the next call writes it again.
 
-use super::durable::{grant_reserved, judge, raise_slow};
+use super::durable::{grant_reserved, judge, raise_slow, GrantRequest};
 use super::hot::publish_or_raise;
 use super::{shared_or_raise, wal_timeline};
 use crate::generator::lineage::NO_GROUP;
@@ -95,6 +95,16 @@ fn generate_at_slow(a: &mut At, meta: u8, unit: u64) -> Sno {
         }
         a.callbacks = true;
     }
+    // Before anything reads the catalog through SPI (which takes a transaction ID): on a
+    // standby, the error sno_generate gives.
+    // SAFETY: reads a shared flag.
+    if unsafe { pg_sys::RecoveryInProgress() } {
+        errors::raise(Problem::GenerateInRecovery);
+    }
+    // A grant or its row is written: not in a read-only transaction (a grant taken there could
+    // never be recorded in the table, and would be lost to the role's limit).
+    // SAFETY: raises 25006 in a read-only transaction, as PostgreSQL's own commands do.
+    unsafe { pg_sys::PreventCommandIfReadOnly(c"sno_generate_at()".as_ptr()) };
     let extension = Extension::find();
     loop {
         if let Some(p) = a.partition {
@@ -126,7 +136,17 @@ fn grant(extension: &Extension) -> u16 {
         CitusRole::Coordinator(k) => grant_here(s, extension, Some(k)),
         CitusRole::Worker => {
             let p = from_coordinator(extension);
-            grant_reserved(s, &[], None, Some(p))
+            grant_reserved(
+                s,
+                &GrantRequest {
+                    known: &[],
+                    share: None,
+                    given: Some(p),
+                    role: extension.role_oid,
+                    role_name: &extension.role,
+                    limit: None,
+                },
+            )
         }
         CitusRole::Elsewhere => errors::raise(Problem::GenerateAtOnCitus),
     }
@@ -152,15 +172,18 @@ fn grant_here(
     extension: &Extension,
     share: Option<u32>,
 ) -> u16 {
-    let (known, used) = extension.grants();
-    let limit = crate::pg::gucs::reserved_limit();
-    if used >= i64::from(limit) {
-        errors::raise(Problem::ReservedLimit {
-            role: &extension.role,
-            limit,
-        });
-    }
-    grant_reserved(s, &known, share, None)
+    let known = extension.grants();
+    grant_reserved(
+        s,
+        &GrantRequest {
+            known: &known,
+            share,
+            given: None,
+            role: extension.role_oid,
+            role_name: &extension.role,
+            limit: Some(crate::pg::gucs::reserved_limit()),
+        },
+    )
 }
 
 /// Where a grant comes from on this server.
@@ -253,8 +276,9 @@ struct Extension {
     table: String,
     /// The extension's owner: the grant's row is written as it.
     owner: pg_sys::Oid,
-    /// The calling role's name.
+    /// The calling role's name and OID.
     role: String,
+    role_oid: u32,
 }
 
 impl Extension {
@@ -277,7 +301,9 @@ impl Extension {
                 .to_string_lossy()
                 .into_owned();
             let table = format!("{schema}.sno_reserved_grants");
-            let name = pg_sys::GetUserNameFromId(pg_sys::GetUserId(), false);
+            let role_oid = pg_sys::GetUserId();
+            let name = pg_sys::GetUserNameFromId(role_oid, false);
+            let role_oid = role_oid.to_u32();
             let role = core::ffi::CStr::from_ptr(name)
                 .to_string_lossy()
                 .into_owned();
@@ -286,6 +312,7 @@ impl Extension {
                 table,
                 owner,
                 role,
+                role_oid,
             }
         }
     }
@@ -311,26 +338,18 @@ impl Extension {
         r
     }
 
-    /// Every reserved partition this database's table names, and how many name the caller.
-    fn grants(&self) -> (Vec<u16>, i64) {
+    /// Every reserved partition this database's table names.
+    fn grants(&self) -> Vec<u16> {
         self.as_owner(|| {
-            let all = Spi::get_one::<Vec<i32>>(&format!(
+            Spi::get_one::<Vec<i32>>(&format!(
                 "SELECT pg_catalog.array_agg(g.partition) FROM {} g",
                 self.table
             ))
             .unwrap_or_else(|e| error!("sno: cannot read {}: {e}", self.table))
-            .unwrap_or_default();
-            let mine = Spi::get_one_with_args::<i64>(
-                &format!(
-                    "SELECT pg_catalog.count(*) FROM {} g WHERE g.grantee OPERATOR(pg_catalog.=) $1::pg_catalog.name",
-                    self.table
-                ),
-                &[self.role.clone().into()],
-            )
-            .unwrap_or_else(|e| error!("sno: cannot read {}: {e}", self.table))
-            .unwrap_or(0);
-            let known = all.into_iter().filter_map(|p| u16::try_from(p).ok()).collect();
-            (known, mine)
+            .unwrap_or_default()
+            .into_iter()
+            .filter_map(|p| u16::try_from(p).ok())
+            .collect()
         })
     }
 

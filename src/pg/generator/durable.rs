@@ -319,40 +319,46 @@ pub fn replay(s: &'static Shared, rec: &crate::generator::state_file::Record) {
 /// the synchronous standbys, before the caller uses it. Not in recovery; the lineage judged
 /// first (the caller's `sno_generate_at` does that).
 ///
-/// `share`: on a Citus coordinator, the generation whose share it grants from
-/// ([`crate::generator::reserved::in_generation_share`]). `given`: a partition the coordinator
-/// granted to this node (a worker), recorded here the same way instead of granting one.
-pub(super) fn grant_reserved(
-    s: &'static Shared,
-    known: &[u16],
-    share: Option<u32>,
-    given: Option<u16>,
-) -> u16 {
+/// The role's limit is checked under the same lock, against every grant to it the lineage
+/// records (a grant whose transaction rolled back counts: the partition is gone for good).
+pub(super) fn grant_reserved(s: &'static Shared, r: &GrantRequest) -> u16 {
+    enum Failed {
+        Refused(GrantRefusal),
+        Limit,
+        Write(std::io::Error),
+    }
     let granted = shmem::writing_interruptibly(s, || {
         let st = shmem::locked(s, |g| {
             let mut st = g.lineage;
-            for &p in known {
+            for &p in r.known {
                 st.note_granted(p);
             }
-            let p = match given {
+            if let Some(limit) = r.limit {
+                if i64::from(st.grants_of(r.role)) >= i64::from(limit) {
+                    return Err(Failed::Limit);
+                }
+            }
+            let p = match r.given {
                 Some(p) => p,
-                None => st.grant_where(|p| {
-                    share.is_none_or(|k| crate::generator::reserved::in_generation_share(p, k))
-                })?,
+                None => st
+                    .grant_where(|p| {
+                        r.share
+                            .is_none_or(|k| crate::generator::reserved::in_generation_share(p, k))
+                    })
+                    .map_err(Failed::Refused)?,
             };
-            st.note_granted(p);
+            st.note_grant_to(p, r.role);
             Ok((st, p))
-        });
-        let (st, p) = match st {
-            Ok(x) => x,
-            Err(e) => return Err(Err(e)),
-        };
-        put_file(s, &st).map_err(Ok)?;
-        let lsn = crate::pg::wal::log_grant(st.incarnation, p);
+        })?;
+        let (st, p) = st;
+        put_file(s, &st).map_err(Failed::Write)?;
+        let lsn = crate::pg::wal::log_grant(st.incarnation, p, r.role);
         crate::pg::wal::flush(lsn);
         shmem::locked(s, |g| {
             let mut now = g.lineage;
-            now.granted.union(&st.granted);
+            for q in st.granted.iter() {
+                now.note_grant_to(q, st.grantee(q));
+            }
             shmem::set_lineage(s, g, now);
         });
         Ok((p, lsn))
@@ -362,10 +368,31 @@ pub(super) fn grant_reserved(
             crate::pg::wal::make_durable(lsn);
             p
         }
-        Err(Ok(e)) => raise_write(e),
-        Err(Err(GrantRefusal::Copy)) => errors::raise(Problem::GrantOnCopy),
-        Err(Err(GrantRefusal::Exhausted)) => errors::raise(Problem::ReservedExhausted),
+        Err(Failed::Write(e)) => raise_write(e),
+        Err(Failed::Limit) => errors::raise(Problem::ReservedLimit {
+            role: r.role_name,
+            limit: r.limit.unwrap_or(0),
+        }),
+        Err(Failed::Refused(GrantRefusal::Copy)) => errors::raise(Problem::GrantOnCopy),
+        Err(Failed::Refused(GrantRefusal::Exhausted)) => errors::raise(Problem::ReservedExhausted),
     }
+}
+
+/// What [`grant_reserved`] is asked for.
+pub(super) struct GrantRequest<'a> {
+    /// Grants a database's table names (which a restored database brings), noted first.
+    pub known: &'a [u16],
+    /// On a Citus coordinator, the generation whose share it grants from
+    /// ([`crate::generator::reserved::in_generation_share`]).
+    pub share: Option<u32>,
+    /// A partition the coordinator granted to this node (a worker), recorded here the same way
+    /// instead of granting one.
+    pub given: Option<u16>,
+    /// The role granted it (OID), and its name for the error.
+    pub role: u32,
+    pub role_name: &'a str,
+    /// Its limit (`sno.reserved_limit`); none when the coordinator checked it.
+    pub limit: Option<i32>,
 }
 
 /// A grant a restored database's `sno_reserved_grants` names, recorded in this server's lineage
@@ -384,7 +411,7 @@ pub(super) fn note_restored_grant(s: &'static Shared, partition: u16) {
             st
         });
         put_file(s, &st)?;
-        let lsn = crate::pg::wal::log_grant(st.incarnation, partition);
+        let lsn = crate::pg::wal::log_grant(st.incarnation, partition, 0);
         crate::pg::wal::flush(lsn);
         shmem::locked(s, |g| {
             let mut now = g.lineage;
@@ -400,11 +427,11 @@ pub(super) fn note_restored_grant(s: &'static Shared, partition: u16) {
 
 /// Redo of a grant record: the partition is never granted again here (nor by this server's
 /// copies and promoted standbys); the state file keeps it, as [`replay`] does.
-pub fn replay_grant(s: &'static Shared, partition: u16) {
+pub fn replay_grant(s: &'static Shared, partition: u16, role: u32) {
     let written = shmem::writing(s, || {
         shmem::locked(s, |g| {
             let mut st = g.lineage;
-            st.note_granted(partition);
+            st.note_grant_to(partition, role);
             let status = s.state.load(Relaxed);
             // SAFETY: plain read of a startup-process global.
             let archive = unsafe { pg_sys::ArchiveRecoveryRequested };
