@@ -628,7 +628,7 @@ AS 'MODULE_PATHNAME', 'generator_info_wrapper';
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- src/pg/generator/durable.rs:525
+-- src/pg/generator/durable.rs:552
 -- sno::pg::generator::durable::sno_generator_initialize
 CREATE  FUNCTION "sno_generator_initialize"(
 	"force" bool DEFAULT false, /* bool */
@@ -753,7 +753,7 @@ SELECT @extschema@.sno_generator_initialize();
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- src/pg/generator/at.rs:229
+-- src/pg/generator/at.rs:252
 -- sno::pg::generator::at::sno_reserved_grant
 CREATE  FUNCTION "sno_reserved_grant"() RETURNS INT /* i32 */
 STRICT VOLATILE PARALLEL UNSAFE
@@ -779,7 +779,7 @@ AS 'MODULE_PATHNAME', 'sno_reserved_space_wrapper';
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- src/pg/generator/at.rs:390
+-- src/pg/generator/at.rs:409
 -- sno::pg::generator::at::sno_reserved_grants_noted
 CREATE FUNCTION "sno_reserved_grants_noted"()
 	RETURNS TRIGGER
