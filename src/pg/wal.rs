@@ -253,7 +253,7 @@ unsafe extern "C-unwind" fn redo(record: *mut pg_sys::XLogReaderState) {
         let Some(g) = wal_record::decode_grant(record_data(record)) else {
             errors::raise(Problem::BadWalRecord);
         };
-        crate::pg::generator::durable::replay_grant(s, g.partition, g.role);
+        crate::pg::generator::replay_grant(s, g.partition, g.role);
         return;
     }
     let Ok(rec) = wal_record::decode(record_data(record)) else {

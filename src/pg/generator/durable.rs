@@ -293,24 +293,33 @@ pub fn replay(s: &'static Shared, rec: &crate::generator::state_file::Record) {
             if rec.incarnation == st.incarnation {
                 g.timeline.absorb(rec.bound, &s.hot.cursor);
             }
-            // A standby or a restore (archive recovery) learns its lineage here: it writes what it
-            // knows, creating the file if it had none. Crash recovery with a lost or unusable file
-            // must not: the records it replays are not all this server's own writes (those after
-            // the last flushed one are lost), so the HINT's choices stay with the administrator.
-            let status = s.state.load(Relaxed);
-            // SAFETY: plain read of a startup-process global.
-            let archive = unsafe { pg_sys::ArchiveRecoveryRequested };
-            if status == shmem::STATE_READY || (status == shmem::STATE_MISSING && archive) {
-                put_file(s, &st)?;
-                s.state.store(shmem::STATE_READY, Relaxed);
-            }
-            shmem::set_lineage(s, g, st);
-            Ok::<(), std::io::Error>(())
+            keep_replayed(s, g, st)
         })
     });
     if let Err(e) = written {
         raise_write(e);
     }
+}
+
+/// What redo taught the lineage (`st`), kept: in shared memory, and in the state file. A standby
+/// or a restore (archive recovery) learns its lineage here: it writes what it knows, creating
+/// the file if it had none. Crash recovery with a lost or unusable file must not: the records it
+/// replays are not all this server's own writes (those after the last flushed one are lost), so
+/// the HINT's choices stay with the administrator.
+fn keep_replayed(
+    s: &'static Shared,
+    g: &mut Guarded,
+    st: crate::generator::lineage::State,
+) -> std::io::Result<()> {
+    let status = s.state.load(Relaxed);
+    // SAFETY: plain read of a startup-process global.
+    let archive = unsafe { pg_sys::ArchiveRecoveryRequested };
+    if status == shmem::STATE_READY || (status == shmem::STATE_MISSING && archive) {
+        put_file(s, &st)?;
+        s.state.store(shmem::STATE_READY, Relaxed);
+    }
+    shmem::set_lineage(s, g, st);
+    Ok(())
 }
 
 /// Grants this session a reserved partition ([`crate::generator::lineage::State::grant`]),
@@ -432,15 +441,7 @@ pub fn replay_grant(s: &'static Shared, partition: u16, role: u32) {
         shmem::locked(s, |g| {
             let mut st = g.lineage;
             st.note_grant_to(partition, role);
-            let status = s.state.load(Relaxed);
-            // SAFETY: plain read of a startup-process global.
-            let archive = unsafe { pg_sys::ArchiveRecoveryRequested };
-            if status == shmem::STATE_READY || (status == shmem::STATE_MISSING && archive) {
-                put_file(s, &st)?;
-                s.state.store(shmem::STATE_READY, Relaxed);
-            }
-            shmem::set_lineage(s, g, st);
-            Ok::<(), std::io::Error>(())
+            keep_replayed(s, g, st)
         })
     });
     if let Err(e) = written {

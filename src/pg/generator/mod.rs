@@ -27,7 +27,7 @@ pub mod durable;
 pub mod hot;
 pub mod monitor;
 
-pub use durable::{replay, settle, stop};
+pub use durable::{replay, replay_grant, settle, stop};
 
 use crate::pg::errors::{self, Problem};
 
