@@ -6,8 +6,9 @@
 -- tests/upgrade/extension_update.sh). Nothing is dropped or changed; new:
 -- * sno_generate_at(meta, "at"): IDs for any time from a reserved partition granted to the
 --   session; EXECUTE revoked from PUBLIC;
--- * sno_reserved_grant(): a Citus coordinator's grant for a worker's session (it checks that
---   the caller may execute sno_generate_at);
+-- * sno_reserved_grant(above): a Citus coordinator's grant for a worker's session (it checks
+--   that the caller may execute sno_generate_at);
+-- * sno_reserved_relearn(): superusers, after a lost state file;
 -- * the table sno_reserved_grants (one row per reserved partition granted to a session of this
 --   database; pg_dump carries it), SELECT granted to PUBLIC, and its trigger
 --   sno_reserved_grants_noted (a restored row is recorded in the server's lineage);
@@ -35,10 +36,18 @@ STRICT VOLATILE PARALLEL SAFE
 LANGUAGE c
 AS 'MODULE_PATHNAME', 'sno_reserved_space_wrapper';
 
-CREATE FUNCTION @extschema@.sno_reserved_grant() RETURNS INT
-STRICT VOLATILE PARALLEL UNSAFE
+CREATE FUNCTION @extschema@.sno_reserved_grant(
+	"above" INT DEFAULT NULL
+) RETURNS INT
+VOLATILE PARALLEL UNSAFE
 LANGUAGE c
 AS 'MODULE_PATHNAME', 'sno_reserved_grant_wrapper';
+
+CREATE FUNCTION @extschema@.sno_reserved_relearn() RETURNS INT
+STRICT VOLATILE PARALLEL UNSAFE
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'sno_reserved_relearn_wrapper';
+REVOKE ALL ON FUNCTION @extschema@.sno_reserved_relearn() FROM PUBLIC;
 
 CREATE FUNCTION @extschema@.sno_generate_at(meta int4, "at" timestamptz) RETURNS @extschema@.sno
     AS 'MODULE_PATHNAME', 'sno_generate_at' LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED;
@@ -59,6 +68,8 @@ CREATE FUNCTION @extschema@.sno_reserved_grants_noted()
 	AS 'MODULE_PATHNAME', 'sno_reserved_grants_noted_wrapper';
 CREATE TRIGGER sno_reserved_grants_noted AFTER INSERT ON @extschema@.sno_reserved_grants
     FOR EACH ROW EXECUTE FUNCTION @extschema@.sno_reserved_grants_noted();
+ALTER TABLE @extschema@.sno_reserved_grants ENABLE ALWAYS TRIGGER sno_reserved_grants_noted;
+REVOKE ALL ON FUNCTION @extschema@.sno_reserved_grants_noted() FROM PUBLIC;
 GRANT SELECT ON @extschema@.sno_reserved_grants TO PUBLIC;
 
 ALTER FUNCTION @extschema@.sno_reserved_space() ROWS 1;

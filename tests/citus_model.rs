@@ -1163,14 +1163,14 @@ impl World {
 
     /// Whether a new incarnation of group `g` whose lineage knows `st` may take over a
     /// generation whose holder made IDs beyond what it knows: it will take one over (it knows
-    /// all 16 used), and some generation of the group has IDs beyond the bound it knows (a
+    /// all 15 live ones used), and some generation of the group has IDs beyond the bound it knows (a
     /// tail an asynchronous standby missed, now or earlier in its lineage; IDs a split
     /// brain's old primary made), or is held by a running server (but those of `stopping`)
     /// that may make more.
     fn unseen_by(&self, st: &State, g: u32, stopping: &[usize]) -> bool {
-        let wraps = citus::partitions(g).all(|p| st.is_mine(p) || st.others(p).is_some());
+        let wraps = citus::live_partitions(g).all(|p| st.is_mine(p) || st.others(p).is_some());
         wraps
-            && citus::partitions(g).any(|p| {
+            && citus::live_partitions(g).any(|p| {
                 let known = ticks(&st.others(p).unwrap_or(st.me));
                 let made = self.highest.get(&p).copied().unwrap_or([-1, -1]);
                 let beyond = made[0] > known[0] || made[1] > known[1];

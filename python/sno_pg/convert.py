@@ -722,9 +722,17 @@ class Converter:
     def trigger_sql(self, c):
         S, I, L = sql.SQL, sql.Identifier, sql.Literal
         fn = I(c.schema, pg_name(c.relname, c.new_col, "sno_sync"))
-        f = dict(fk=I(c.fk_col), nc=I(c.new_col), p=self.t, pk=I(self.key), pn=I(self.o.new_column), fn=fn)
+        f = dict(fk=I(c.fk_col), nc=I(c.new_col), p=self.t, pk=I(self.key), pn=I(self.o.new_column), fn=fn,
+                 cs=L(c.schema), cr=L(c.relname))
+        # SECURITY DEFINER (it reads the parent for a client that may not): so it acts only as
+        # the child's own trigger, and EXECUTE is revoked from PUBLIC (attached by another role
+        # to a table of its own, it would read the parent's keys for it).
         body = S("""
 BEGIN
+    IF TG_TABLE_SCHEMA IS DISTINCT FROM {cs} OR TG_TABLE_NAME IS DISTINCT FROM {cr}
+       OR TG_WHEN <> 'BEFORE' OR TG_LEVEL <> 'ROW' THEN
+        RAISE EXCEPTION 'this function is the sno_pg.convert trigger of %.% only', {cs}, {cr};
+    END IF;
     IF current_setting('sno_pg.converting', true) = 'on' THEN
         RETURN NEW;
     END IF;
@@ -743,17 +751,18 @@ BEGIN
 END""").format(**f).as_string(self.conn)
         create_fn = S("CREATE OR REPLACE FUNCTION {fn}() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER "
                       "SET search_path = pg_catalog, {x}, pg_temp AS {body}").format(fn=fn, x=self.X, body=L(body))
+        revoke = S("REVOKE ALL ON FUNCTION {fn}() FROM PUBLIC").format(fn=fn)
         comment = S("COMMENT ON FUNCTION {fn}() IS {c}").format(fn=fn, c=L(
             f"sno_pg.convert: keeps {c.relname}.{c.new_col} and {c.relname}.{c.fk_col} in step "
             f"({self.name}.{self.o.new_column} / {self.name}.{self.key})"))
         trg_name = pg_name(c.relname, c.new_col, "sno_sync")
         create_trg = S("CREATE TRIGGER {tn} BEFORE INSERT OR UPDATE OF {fk}, {nc} ON {ct} FOR EACH ROW EXECUTE FUNCTION {fn}()").format(
             tn=I(trg_name), fk=I(c.fk_col), nc=I(c.new_col), ct=c.ident, fn=fn)
-        return trg_name, create_fn, comment, create_trg
+        return trg_name, create_fn, revoke, comment, create_trg
 
     def child_column(self, c):
         S, I = sql.SQL, sql.Identifier
-        trg_name, create_fn, comment, create_trg = self.trigger_sql(c)
+        trg_name, create_fn, revoke, comment, create_trg = self.trigger_sql(c)
 
         def done():
             return self.column(c.rel, c.new_col) is not None and self.v(
@@ -767,6 +776,7 @@ END""").format(**f).as_string(self.conn)
             if self.column(c.rel, c.new_col) is None:
                 self.conn.execute(S("ALTER TABLE ONLY {ct} ADD COLUMN {n} {x}.sno").format(ct=c.ident, n=I(c.new_col), x=self.X))
             self.conn.execute(create_fn)
+            self.conn.execute(revoke)
             self.conn.execute(comment)
             self.conn.execute(create_trg)
 

@@ -205,6 +205,12 @@ pub struct State {
     /// `take_over` that its original will never run again: it grants no reserved partition
     /// ([`State::grant`]), since its original may grant the same one.
     pub grants_blocked: bool,
+    /// [`State::grants_blocked`] that a promotion does not lift, only `take_over`: set when the
+    /// copy was started as a server of its own (no `standby.signal` or `recovery.signal`: a
+    /// clone, a moved data directory), and kept by every copy of such a state, so that a standby
+    /// of a clone, promoted, or a PITR or upgrade of it, does not grant what the clone's original
+    /// grants.
+    pub grants_blocked_lasting: bool,
     /// The Citus node group this lineage last generated for ([`NO_GROUP`]: none). A node keeps
     /// its group's partitions while Citus is not read (a session in another database, a node
     /// removed from its cluster: Citus never gives its number to another group).
@@ -320,6 +326,7 @@ impl State {
             control_inode: inode,
             copied: false,
             grants_blocked: false,
+            grants_blocked_lasting: false,
             citus_group: NO_GROUP,
             me: NOTHING,
             retired: NOTHING,
@@ -623,6 +630,21 @@ impl State {
         incarnation: u64,
         start_timeline: u32,
     ) -> bool {
+        self.at_start_as(backup_label, inode, incarnation, start_timeline, true)
+    }
+
+    /// [`State::at_start`], saying whether the data directory starts as a standby or a restore
+    /// (`recovering`: `standby.signal` or `recovery.signal`, or an upgrade's adoption): a copy
+    /// that starts otherwise is a server of its own beside its original, whose grants block
+    /// lifts only with `take_over` ([`State::grants_blocked_lasting`]).
+    pub fn at_start_as(
+        &mut self,
+        backup_label: bool,
+        inode: u64,
+        incarnation: u64,
+        start_timeline: u32,
+        recovering: bool,
+    ) -> bool {
         let moved = self.control_inode != 0 && inode != 0 && inode != self.control_inode;
         if self.control_inode == 0 {
             self.control_inode = inode;
@@ -631,6 +653,9 @@ impl State {
             self.become_new(incarnation);
             self.control_inode = inode;
             self.copied = true;
+            // A copy of a lasting block keeps it (a standby of a clone, a backup of one).
+            self.grants_blocked_lasting =
+                !recovering || (self.grants_blocked && self.grants_blocked_lasting);
             self.grants_blocked = true;
             // Also over UPGRADED: a copy of a cluster just upgraded, taken before it judged,
             // is not the upgrade (its original is), so it must not take the old one's over.
@@ -769,11 +794,14 @@ impl State {
         let mut absorb = self.retired;
         let new_group = group.is_some_and(|g| g != self.citus_group);
         // A partition of this incarnation without an entry gets one back: the table changes.
+        // A promotion lifts a block it may lift, `take_over` any: recorded at once.
+        let unblock = self.grants_blocked && (force || (promoted && !self.grants_blocked_lasting));
         let changed = promoted
             || self.copied
             || self.timeline == 0
             || self.find(partition, true).is_none()
-            || new_group;
+            || new_group
+            || unblock;
         if let Some(theirs) = self.others(partition) {
             if !self.is_mine(partition) {
                 // Either a copy meant to run beside its original (refused), or a server
@@ -789,10 +817,11 @@ impl State {
         if let Some(g) = group {
             self.citus_group = g;
         }
-        if promoted || force {
+        if unblock {
             // A promotion, a PITR or an upgrade replaces the old server; `take_over` says the
             // original never runs again: the allocator's grants are this server's to go on.
             self.grants_blocked = false;
+            self.grants_blocked_lasting = false;
         }
         self.timeline = timeline;
         self.copied = false;

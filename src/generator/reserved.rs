@@ -31,10 +31,12 @@ pub const fn is_reserved(p: u16) -> bool {
 /// current Citus generation (`k`, 0-14, a new one at each promotion, as for its live
 /// partition): the reserved partitions `61440 + j` with `j mod 15 = k`. A new generation never
 /// grants what an earlier one could have granted.
+/// A generation past the live ones (15, a group that used its reserved generation before
+/// 0.6.0) has no share.
 pub const fn in_generation_share(p: u16, generation: u32) -> bool {
     is_reserved(p)
-        && (p - FIRST) as u32 % crate::generator::citus::LIVE_GENERATIONS
-            == generation % crate::generator::citus::LIVE_GENERATIONS
+        && generation < crate::generator::citus::LIVE_GENERATIONS
+        && (p - FIRST) as u32 % crate::generator::citus::LIVE_GENERATIONS == generation
 }
 
 /// The sequence numbers of one unit of a partition.
@@ -134,6 +136,8 @@ mod tests {
         assert_eq!(count.iter().sum::<u32>(), COUNT);
         assert!(count.iter().all(|&c| c == 273 || c == 274), "{count:?}");
         assert!(!in_generation_share(61_439, 0));
+        // Generation 15 (kept by an install older than the range) has none.
+        assert!((FIRST..=u16::MAX).all(|p| !in_generation_share(p, 15)));
     }
 
     #[test]

@@ -78,7 +78,8 @@ const HEADER_V3: &str = "sno generator state 3";
 /// Version 4 adds `retired_others=` and `retired_mine=` (the partitions without an entry)
 /// before the `used` lines; it is written only by a lineage that has such partitions.
 const HEADER_V4: &str = "sno generator state 4";
-/// Version 5 is version 4 (with `citus_group` optional) and then `grants_blocked=` and
+/// Version 5 is version 4 (with `citus_group` optional) and then `grants_blocked=` (0: no; 1:
+/// until a promotion or `take_over`; 2: until `take_over`) and
 /// `granted=` (the reserved partitions the allocator granted) before the `used` lines; it is
 /// written only by a lineage that granted one or is a copy that may not grant.
 const HEADER_V5: &str = "sno generator state 5";
@@ -202,7 +203,7 @@ pub fn encode(st: &State) -> String {
             .collect();
         body.push_str(&format!(
             "grants_blocked={}\ngranted={}\ngrantees={}\n",
-            st.grants_blocked as u8,
+            st.grants_blocked as u8 + (st.grants_blocked && st.grants_blocked_lasting) as u8,
             ranges_text(&st.granted),
             grantees.join(",")
         ));
@@ -326,10 +327,11 @@ pub fn decode(text: &[u8]) -> Result<State, StateError> {
         }
         if v5 {
             let blocked: u8 = num!("grants_blocked");
-            if blocked > 1 {
+            if blocked > 2 {
                 return Err(corrupt("bad grants_blocked"));
             }
-            st.grants_blocked = blocked == 1;
+            st.grants_blocked = blocked >= 1;
+            st.grants_blocked_lasting = blocked == 2;
             st.granted = parse_ranges(field("granted")?)?;
             if st
                 .granted
@@ -659,7 +661,7 @@ mod tests {
         let b = body.replace("granted=\n", "granted=5\n");
         let forged = format!("{b}crc32={:08x}\n", crc32(b.as_bytes()));
         assert!(decode(forged.as_bytes()).is_err());
-        let b = body.replace("grants_blocked=1", "grants_blocked=2");
+        let b = body.replace("grants_blocked=1", "grants_blocked=3");
         let forged = format!("{b}crc32={:08x}\n", crc32(b.as_bytes()));
         assert!(decode(forged.as_bytes()).is_err());
     }
@@ -764,17 +766,18 @@ mod tests {
             (any::<bool>(), proptest::option::of(0u32..4096), bound()),
             proptest::collection::vec((any::<u16>(), any::<bool>(), bound()), 0..80),
             (
-                any::<bool>(),
-                proptest::collection::vec(61_440u16..=65_535, 0..6),
+                0u8..3,
+                proptest::collection::vec((61_440u16..=65_535, 0u32..3), 0..6),
             ),
         )
             .prop_map(
                 |((sysid, inc, tl, inode), (copied, group, me), used, (blocked, granted))| {
                     let mut st = State::fresh(sysid, inc, tl, inode);
                     st.copied = copied;
-                    st.grants_blocked = blocked;
-                    for p in granted {
-                        st.note_granted(p);
+                    st.grants_blocked = blocked > 0;
+                    st.grants_blocked_lasting = blocked > 1;
+                    for (p, role) in granted {
+                        st.note_grant_to(p, role);
                     }
                     st.citus_group = group.unwrap_or(NO_GROUP);
                     st.me = me;

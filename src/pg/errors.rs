@@ -120,6 +120,11 @@ pub enum Problem<'a> {
     GenerateAtOnCitus,
     /// The Citus coordinator did not grant a worker's session a reserved partition.
     CoordinatorRefused { message: &'a str },
+    /// A Citus coordinator with an explicit `sno.partition` (`explicit`), or on its group's
+    /// reserved generation, has no share of the reserved range to grant from.
+    CoordinatorWithoutShare { explicit: bool },
+    /// `sno_reserved_relearn()` by a non-superuser.
+    RelearnNotSuperuser,
     /// `sno_reserved_grant()` by a role that may not execute `sno_generate_at`.
     ReservedGrantDenied,
     /// `sno_reserved_grant()` on a server that is not a Citus coordinator.
@@ -367,8 +372,8 @@ impl Problem<'_> {
                 Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
                 "this server is a copy of another and grants no reserved sno partition",
             )
-            .detail("sno_generate_at makes IDs with a reserved partition granted to its session. The server this one was copied from may grant the same partitions, so a copy running beside it grants none until it is promoted or replaces its original.")
-            .hint("Make IDs for past times on the server this one was copied from. If this server replaces it, and that server and its standbys will never make IDs again, run SELECT sno_generator_initialize(take_over => true); as a superuser."),
+            .detail("sno_generate_at makes IDs with a reserved partition granted to its session. The server this one was copied from may grant the same partitions, so a copy running beside it grants none until it is promoted or replaces its original. A server that started without its generator state file (lost, or not copied by pg_upgrade) is refused the same way: it no longer knows which partitions were granted.")
+            .hint("Make IDs for past times on the server this one was copied from. If this server replaces it, and that server and its standbys will never make IDs again, run SELECT sno_generator_initialize(take_over => true); as a superuser. If instead this server lost its state file, first run SELECT sno_reserved_relearn(); as a superuser in every database of this server that has sno, then that."),
             Problem::ReservedExhausted => Report::new(
                 Code::ERRCODE_PROGRAM_LIMIT_EXCEEDED,
                 "no reserved sno partition is left to grant",
@@ -391,6 +396,26 @@ impl Problem<'_> {
                 format!("the Citus coordinator granted no reserved sno partition: {message}"),
             )
             .detail("On a Citus worker, sno_generate_at is granted its reserved partition by the coordinator (sno_reserved_grant() there, through run_command_on_coordinator), so that no two nodes of the cluster are ever granted one."),
+            Problem::CoordinatorWithoutShare { explicit } => {
+                let r = Report::new(
+                    Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+                    "this Citus coordinator grants no reserved sno partition",
+                )
+                .detail(format!("The coordinator grants every node's reserved partitions from the share of its group's current generation, which a promotion changes, so that a coordinator promoted after an asynchronous failover never grants what the old one may have granted. {}", if *explicit {
+                    "With an explicit sno.partition the coordinator has no generation."
+                } else {
+                    "This coordinator makes IDs with its group's reserved generation 15 (used before sno 0.6.0), which has no share."
+                }));
+                if *explicit {
+                    r.hint("If no other cluster's IDs meet this cluster's (what an explicit partition on a Citus node is for), remove sno.partition from the coordinator's configuration (ALTER SYSTEM RESET sno.partition; if it was set with ALTER SYSTEM, else delete its line in postgresql.conf), and reload the configuration: the coordinator then makes IDs with its Citus group's partitions, and grants.")
+                } else {
+                    r
+                }
+            }
+            Problem::RelearnNotSuperuser => Report::new(
+                Code::ERRCODE_INSUFFICIENT_PRIVILEGE,
+                "only superusers can run sno_reserved_relearn",
+            ),
             Problem::ReservedGrantDenied => Report::new(
                 Code::ERRCODE_INSUFFICIENT_PRIVILEGE,
                 "permission denied for function sno_reserved_grant",

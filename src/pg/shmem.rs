@@ -463,7 +463,11 @@ pub fn set_reason(s: &mut Shared, why: &str) {
 /// original used itself are kept in [`Shared::moved_own`]. Whether it is a copy.
 fn copy_noticed(s: &mut Shared, st: &mut State, backup_label: bool, inode: u64) -> bool {
     let own = st.used_by_me;
-    let copy = st.at_start(backup_label, inode, draw(), start_timeline());
+    // A standby or a restore may replace its original when promoted; a copy started as a
+    // server of its own runs beside it (its grants of reserved partitions wait for take_over).
+    let dir = std::path::Path::new(".");
+    let recovering = dir.join("standby.signal").exists() || dir.join("recovery.signal").exists();
+    let copy = st.at_start_as(backup_label, inode, draw(), start_timeline(), recovering);
     if copy && !backup_label {
         s.moved_own = own;
     }

@@ -543,5 +543,53 @@ check "the new IDs for the same times met the restored ones in one primary key: 
     "6000|6000"
 node_stop f
 
+# ---------------------------------------------------------------------------------------------
+part "10. the grants table's trigger, a prepared transaction, a lost state file"
+node_init l
+node_clock_mode l none
+node_cmdline l shared_preload_libraries=sno max_prepared_transactions=2
+node_start l || die "l did not start"
+q l "CREATE EXTENSION sno" "CREATE ROLE eve LOGIN" "CREATE DATABASE second" >/dev/null
+qd l second "CREATE EXTENSION sno" >/dev/null
+# Another role attaching sno's trigger function to a table of its own: refused (no EXECUTE),
+# and the function refuses any other table even where a superuser attaches it.
+expect_state "another role cannot attach the grants trigger to its own table" 42501 l postgres eve \
+    "CREATE TEMP TABLE t (partition int)" \
+    "CREATE TRIGGER x AFTER INSERT ON t FOR EACH ROW EXECUTE FUNCTION sno_reserved_grants_noted()"
+expect_state "attached to another table by a superuser, it refuses to act" 39P01 l postgres postgres \
+    "CREATE TEMP TABLE t (partition int)" \
+    "CREATE TRIGGER x AFTER INSERT ON t FOR EACH ROW EXECUTE FUNCTION sno_reserved_grants_noted()" \
+    "INSERT INTO t VALUES (65000)"
+check "  and nothing was recorded" "$(view l | cut -d'|' -f1)" 0
+# A prepared transaction holding the grant's row: the session's next call takes a new grant
+# instead of waiting for it.
+try l postgres postgres "SET statement_timeout = '5s'" "BEGIN" "SELECT sno_generate_at(1, now())" \
+    "PREPARE TRANSACTION 'p1'" "SELECT sno_partition(sno_generate_at(1, now()))"
+check "after PREPARE TRANSACTION the session's next call does not wait" "$STATE" ok
+q l "COMMIT PREPARED 'p1'" >/dev/null
+# Grants in two databases, then the state file lost: grants are refused (the server no longer
+# knows them) until the HINT is followed: every database read back, then take_over.
+g1="$(grant_one l)"
+g2="$(grant_one l second)"
+node_stop l
+rm -f "$(node_state_file l)"
+node_start l || die "l did not restart"
+q l "SELECT sno_generate(1)" >/dev/null || bad "sno_generate after the lost file"
+expect_state "after a lost state file, sno_generate_at is refused" 55000 l second postgres \
+    "SELECT sno_generate_at(1, now())"
+hint="$(msg_field HINT "$SAID")"
+relearn="$(hint_sql "$hint" 2 || true)"
+takeover="$(hint_sql "$hint" 1 || true)"
+check "  its HINT: read every database back" "$relearn" "SELECT sno_reserved_relearn();"
+check "  then take_over" "$takeover" "SELECT sno_generator_initialize(take_over => true);"
+check "  relearn in database postgres, as printed" "$(q l "$relearn")" "$(q l "SELECT count(*) FROM sno_reserved_grants")"
+check "  relearn in database second, as printed" "$(qd l second "$relearn")" "$(qd l second "SELECT count(*) FROM sno_reserved_grants")"
+check "  take_over, as printed" "$(q l "$takeover")" t
+g3="$(grant_one l second || true)"
+# shellcheck disable=SC2086 # lists
+check_distinct "then the server grants ($g3), none it granted before the loss" "$g3" $(q l "SELECT partition FROM sno_reserved_grants WHERE partition <> $g3") $(qd l second "SELECT partition FROM sno_reserved_grants WHERE partition <> $g3")
+check "  (the earlier grants were $g1 and $g2)" "$(q l "SELECT count(*) FROM sno_reserved_grants WHERE partition IN ($g1, $g2)")$(qd l second "SELECT count(*) FROM sno_reserved_grants WHERE partition IN ($g1, $g2)")" "11"
+node_stop l
+
 echo "reserved_space: $((SECONDS - T0)) s"
 exit "$fail"

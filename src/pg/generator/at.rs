@@ -16,7 +16,6 @@
 use super::durable::{grant_reserved, judge, raise_slow, GrantRequest};
 use super::hot::publish_or_raise;
 use super::{shared_or_raise, wal_timeline};
-use crate::generator::lineage::NO_GROUP;
 use crate::generator::reserved::Cursor;
 use crate::id::layout::Sno;
 use crate::id::time::pg_micros_to_units;
@@ -102,9 +101,14 @@ fn generate_at_slow(a: &mut At, meta: u8, unit: u64) -> Sno {
         errors::raise(Problem::GenerateInRecovery);
     }
     // A grant or its row is written: not in a read-only transaction (a grant taken there could
-    // never be recorded in the table, and would be lost to the role's limit).
-    // SAFETY: raises 25006 in a read-only transaction, as PostgreSQL's own commands do.
-    unsafe { pg_sys::PreventCommandIfReadOnly(c"sno_generate_at()".as_ptr()) };
+    // never be recorded in the table, and would be lost to the role's limit), nor in parallel
+    // mode (a function wrongly declared PARALLEL SAFE around it).
+    // SAFETY: raise 25006 in a read-only transaction and in parallel mode, as PostgreSQL's own
+    // commands do.
+    unsafe {
+        pg_sys::PreventCommandIfReadOnly(c"sno_generate_at()".as_ptr());
+        pg_sys::PreventCommandIfParallelMode(c"sno_generate_at()".as_ptr());
+    }
     let extension = Extension::find();
     loop {
         if let Some(p) = a.partition {
@@ -119,7 +123,7 @@ fn generate_at_slow(a: &mut At, meta: u8, unit: u64) -> Sno {
         }
         // No grant yet, or this one has no number left for `unit`: a new one, above every
         // earlier one (so IDs of this session in one unit still increase).
-        let p = grant(&extension);
+        let p = grant(&extension, a.partition);
         a.partition = Some(p);
         a.cursors.clear();
         a.cursors.resize(256, Cursor::NEW);
@@ -128,19 +132,24 @@ fn generate_at_slow(a: &mut At, meta: u8, unit: u64) -> Sno {
 }
 
 /// A new grant for this session, after the checks `sno_generate` makes: from this server's
-/// allocator, or on a Citus worker from the coordinator's (recorded here too, the same way).
-fn grant(extension: &Extension) -> u16 {
+/// allocator, or on a Citus worker from the coordinator's (recorded here too, the same way);
+/// above the session's last grant `above`, if any.
+fn grant(extension: &Extension, above: Option<u16>) -> u16 {
     let s = judged();
     match citus_role(s) {
-        CitusRole::None => grant_here(s, extension, None),
-        CitusRole::Coordinator(k) => grant_here(s, extension, Some(k)),
+        CitusRole::None => grant_here(s, extension, None, above),
+        CitusRole::Coordinator(k) => grant_here(s, extension, Some(k), above),
+        CitusRole::CoordinatorWithoutShare { explicit } => {
+            errors::raise(Problem::CoordinatorWithoutShare { explicit })
+        }
         CitusRole::Worker => {
-            let p = from_coordinator(extension);
+            let p = from_coordinator(extension, above);
             grant_reserved(
                 s,
                 &GrantRequest {
                     known: &[],
                     share: None,
+                    above: None,
                     given: Some(p),
                     role: extension.role_oid,
                     role_name: &extension.role,
@@ -171,6 +180,7 @@ fn grant_here(
     s: &'static crate::pg::shmem::Shared,
     extension: &Extension,
     share: Option<u32>,
+    above: Option<u16>,
 ) -> u16 {
     let known = extension.grants();
     grant_reserved(
@@ -178,6 +188,7 @@ fn grant_here(
         &GrantRequest {
             known: &known,
             share,
+            above,
             given: None,
             role: extension.role_oid,
             role_name: &extension.role,
@@ -193,6 +204,9 @@ enum CitusRole {
     /// A Citus coordinator, whose live partition is of this generation: its allocator, from
     /// the generation's share.
     Coordinator(u32),
+    /// A Citus coordinator with an explicit partition (`explicit`) or on its group's reserved
+    /// generation: no grant.
+    CoordinatorWithoutShare { explicit: bool },
     /// A Citus worker: the coordinator grants.
     Worker,
     /// A Citus node, in a database without Citus's metadata: no grant.
@@ -204,7 +218,9 @@ fn citus_role(s: &crate::pg::shmem::Shared) -> CitusRole {
     // SAFETY: a catalog lookup by name; `true`: no error when missing.
     let here = unsafe { pg_sys::get_extension_oid(c"citus".as_ptr(), true) } != pg_sys::InvalidOid;
     if !here {
-        return if crate::pg::citus::loaded() && s.citus_group.load(Relaxed) != NO_GROUP {
+        // With the Citus library loaded, a database without the citus extension cannot reach
+        // the coordinator: no grant there, whatever this node's partition.
+        return if crate::pg::citus::loaded() {
             CitusRole::Elsewhere
         } else {
             CitusRole::None
@@ -213,12 +229,17 @@ fn citus_role(s: &crate::pg::shmem::Shared) -> CitusRole {
     match Spi::get_one::<bool>("SELECT pg_catalog.citus_is_coordinator()") {
         Ok(Some(true)) => {
             // An explicit partition has no generation: share 0.
-            let k = if s.citus_group.load(Relaxed) == 0 {
-                crate::generator::citus::generation_of(s.partition.load(Relaxed) as u16)
+            // Only a coordinator making IDs with its group's live partitions has a share: with
+            // an explicit partition, or its group's reserved generation 15 (kept from before
+            // 0.6.0), a promotion takes no new generation, so no share is its own.
+            let k = crate::generator::citus::generation_of(s.partition.load(Relaxed) as u16);
+            if s.citus_group.load(Relaxed) != 0 {
+                CitusRole::CoordinatorWithoutShare { explicit: true }
+            } else if k >= crate::generator::citus::LIVE_GENERATIONS {
+                CitusRole::CoordinatorWithoutShare { explicit: false }
             } else {
-                0
-            };
-            CitusRole::Coordinator(k)
+                CitusRole::Coordinator(k)
+            }
         }
         _ => CitusRole::Worker,
     }
@@ -226,8 +247,11 @@ fn citus_role(s: &crate::pg::shmem::Shared) -> CitusRole {
 
 /// A reserved partition the coordinator grants to this worker's session
 /// (`sno_reserved_grant()` there, through Citus's own connection, committed there at once).
-fn from_coordinator(extension: &Extension) -> u16 {
-    let command = format!("SELECT {}.sno_reserved_grant()", extension.schema);
+fn from_coordinator(extension: &Extension, above: Option<u16>) -> u16 {
+    let command = match above {
+        Some(a) => format!("SELECT {}.sno_reserved_grant({a})", extension.schema),
+        None => format!("SELECT {}.sno_reserved_grant()", extension.schema),
+    };
     let (ok, result) = Spi::get_two_with_args::<bool, String>(
         "SELECT c.success, c.result FROM pg_catalog.run_command_on_coordinator($1) c",
         &[command.into()],
@@ -249,8 +273,11 @@ fn from_coordinator(extension: &Extension) -> u16 {
 /// a worker (its `sno_generate_at` asks through `run_command_on_coordinator`), within the
 /// calling role's limit; its row in `sno_reserved_grants` names the role. Only for roles that may
 /// execute `sno_generate_at`.
+///
+/// `above`: the worker session's last grant, which the new one must sort after (see
+/// [`GrantRequest::above`]).
 #[pg_extern(volatile, parallel_unsafe)]
-fn sno_reserved_grant() -> i32 {
+fn sno_reserved_grant(above: default!(Option<i32>, "NULL")) -> i32 {
     let extension = Extension::find();
     let allowed = Spi::get_one::<bool>(&format!(
         "SELECT pg_catalog.has_function_privilege('{}.sno_generate_at(pg_catalog.int4, pg_catalog.timestamptz)'::pg_catalog.regprocedure, 'EXECUTE')",
@@ -260,10 +287,15 @@ fn sno_reserved_grant() -> i32 {
         errors::raise(Problem::ReservedGrantDenied);
     }
     let s = judged();
-    let CitusRole::Coordinator(k) = citus_role(s) else {
-        errors::raise(Problem::ReservedGrantNotCoordinator);
+    let k = match citus_role(s) {
+        CitusRole::Coordinator(k) => k,
+        CitusRole::CoordinatorWithoutShare { explicit } => {
+            errors::raise(Problem::CoordinatorWithoutShare { explicit })
+        }
+        _ => errors::raise(Problem::ReservedGrantNotCoordinator),
     };
-    let p = grant_here(s, &extension, Some(k));
+    let above = above.and_then(|a| u16::try_from(a).ok());
+    let p = grant_here(s, &extension, Some(k), above);
     extension.record(p);
     i32::from(p)
 }
@@ -338,6 +370,17 @@ impl Extension {
         r
     }
 
+    /// The OID of this database's `sno_reserved_grants`.
+    fn table_oid(&self) -> pg_sys::Oid {
+        Spi::get_one::<pg_sys::Oid>(&format!(
+            "SELECT '{}'::pg_catalog.regclass::pg_catalog.oid",
+            self.table.replace('\'', "''")
+        ))
+        .ok()
+        .flatten()
+        .unwrap_or(pg_sys::InvalidOid)
+    }
+
     /// Every reserved partition this database's table names.
     fn grants(&self) -> Vec<u16> {
         self.as_owner(|| {
@@ -376,10 +419,16 @@ unsafe extern "C-unwind" fn on_xact(event: pg_sys::XactEvent::Type, _arg: *mut c
         a.row = match event {
             pg_sys::XactEvent::XACT_EVENT_COMMIT
             | pg_sys::XactEvent::XACT_EVENT_PARALLEL_COMMIT => Row::Committed,
-            // Rolled back, or prepared (its fate unknown here): written again when needed.
-            pg_sys::XactEvent::XACT_EVENT_ABORT
-            | pg_sys::XactEvent::XACT_EVENT_PARALLEL_ABORT
-            | pg_sys::XactEvent::XACT_EVENT_PREPARE => Row::Missing,
+            // Rolled back: written again when needed.
+            pg_sys::XactEvent::XACT_EVENT_ABORT | pg_sys::XactEvent::XACT_EVENT_PARALLEL_ABORT => {
+                Row::Missing
+            }
+            // Prepared: its fate is decided later, by another session; writing the row again
+            // would wait for it. The session takes a new grant at its next call instead.
+            pg_sys::XactEvent::XACT_EVENT_PREPARE => {
+                a.partition = None;
+                Row::Missing
+            }
             _ => a.row,
         };
     }
@@ -406,10 +455,31 @@ unsafe extern "C-unwind" fn on_subxact(
 /// brings (`pg_dump`'s data for the table, loaded with COPY) is recorded in this server's
 /// lineage at once, so that no database of this server is granted it again. A row
 /// `sno_generate_at` writes names a partition the lineage already has: nothing is written.
+///
+/// It acts only as that table's AFTER INSERT row trigger: attached by another role to a table of
+/// its own, it would let that role use up the reserved space (EXECUTE is revoked from PUBLIC
+/// too, but a trigger's function is not checked for EXECUTE when it fires).
 #[pg_trigger]
 fn sno_reserved_grants_noted<'a>(
     trigger: &'a PgTrigger<'a>,
 ) -> Result<Option<PgHeapTuple<'a, AllocatedByPostgres>>, pgrx::heap_tuple::PgHeapTupleError> {
+    let ours = Extension::find().table_oid();
+    // SAFETY: the trigger data of this call.
+    let (rel, event) = unsafe {
+        let td = trigger.trigger_data();
+        ((*td.tg_relation).rd_id, td.tg_event)
+    };
+    let fires_as_ours = rel == ours
+        && event & pg_sys::TRIGGER_EVENT_OPMASK == pg_sys::TRIGGER_EVENT_INSERT
+        && event & pg_sys::TRIGGER_EVENT_ROW != 0
+        && event & pg_sys::TRIGGER_EVENT_TIMINGMASK == pg_sys::TRIGGER_EVENT_AFTER;
+    if !fires_as_ours {
+        pgrx::ereport!(
+            PgLogLevel::ERROR,
+            PgSqlErrorCode::ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED,
+            "sno_reserved_grants_noted() is the AFTER INSERT trigger of sno's own sno_reserved_grants table only"
+        );
+    }
     if let Some(row) = trigger.new() {
         let partition = row.get_by_name::<i32>("partition").ok().flatten();
         if let (Some(p), Some(s)) = (
@@ -420,4 +490,27 @@ fn sno_reserved_grants_noted<'a>(
         }
     }
     Ok(None)
+}
+
+/// `sno_reserved_relearn() → int`: superusers. Records every grant this database's
+/// `sno_reserved_grants` names in the server's lineage (state file and WAL), as a restore's
+/// trigger does: after the state file was lost (or not copied by pg_upgrade), run in every
+/// database that has sno before `sno_generator_initialize(take_over => true)` lets the server
+/// grant again. Returns how many rows the table has.
+#[pg_extern(volatile, parallel_unsafe)]
+fn sno_reserved_relearn() -> i32 {
+    // SAFETY: plain read of the current user's attribute.
+    if !unsafe { pg_sys::superuser() } {
+        errors::raise(Problem::RelearnNotSuperuser);
+    }
+    // SAFETY: reads a shared flag.
+    if unsafe { pg_sys::RecoveryInProgress() } {
+        errors::raise(Problem::GenerateInRecovery);
+    }
+    let s = shared_or_raise();
+    let known = Extension::find().grants();
+    for &p in &known {
+        super::durable::note_restored_grant(s, p);
+    }
+    known.len() as i32
 }

@@ -60,6 +60,13 @@ pub(super) fn judge(
         s.state.store(shmem::STATE_READY, Relaxed);
         g.dirty = true;
         g.judged = (u32::MAX, -1);
+        // But the reserved partitions granted are forgotten with the file: none is granted
+        // until a superuser has had every database's sno_reserved_grants read back
+        // (sno_reserved_relearn) and says so (take_over).
+        let mut st = g.lineage;
+        st.grants_blocked = true;
+        st.grants_blocked_lasting = true;
+        shmem::set_lineage(s, g, st);
         let lost = if status == shmem::STATE_MISSING {
             "the generator state file was missing".to_string()
         } else {
@@ -334,13 +341,18 @@ pub(super) fn grant_reserved(s: &'static Shared, r: &GrantRequest) -> u16 {
     enum Failed {
         Refused(GrantRefusal),
         Limit,
+        Taken(u16),
         Write(std::io::Error),
     }
     let granted = shmem::writing_interruptibly(s, || {
         let st = shmem::locked(s, |g| {
             let mut st = g.lineage;
+            let mut learned = Vec::new();
             for &p in r.known {
-                st.note_granted(p);
+                if crate::generator::reserved::is_reserved(p) && !st.granted.contains(p) {
+                    st.note_granted(p);
+                    learned.push(p);
+                }
             }
             if let Some(limit) = r.limit {
                 if i64::from(st.grants_of(r.role)) >= i64::from(limit) {
@@ -348,19 +360,28 @@ pub(super) fn grant_reserved(s: &'static Shared, r: &GrantRequest) -> u16 {
                 }
             }
             let p = match r.given {
+                // A partition this node already knows as used or granted: the coordinator did
+                // not know it (a generation 15 kept from before 0.6.0, a restored table).
+                Some(p) if st.reserved_taken(p) => return Err(Failed::Taken(p)),
                 Some(p) => p,
                 None => st
                     .grant_where(|p| {
-                        r.share
-                            .is_none_or(|k| crate::generator::reserved::in_generation_share(p, k))
+                        r.above.is_none_or(|a| p > a)
+                            && r.share.is_none_or(|k| {
+                                crate::generator::reserved::in_generation_share(p, k)
+                            })
                     })
                     .map_err(Failed::Refused)?,
             };
             st.note_grant_to(p, r.role);
-            Ok((st, p))
+            Ok((st, p, learned))
         })?;
-        let (st, p) = st;
+        let (st, p, learned) = st;
         put_file(s, &st).map_err(Failed::Write)?;
+        // The grants the table taught go to WAL too, so that standbys never grant them either.
+        for q in learned {
+            crate::pg::wal::log_grant(st.incarnation, q, 0);
+        }
         let lsn = crate::pg::wal::log_grant(st.incarnation, p, r.role);
         crate::pg::wal::flush(lsn);
         shmem::locked(s, |g| {
@@ -378,6 +399,9 @@ pub(super) fn grant_reserved(s: &'static Shared, r: &GrantRequest) -> u16 {
             p
         }
         Err(Failed::Write(e)) => raise_write(e),
+        Err(Failed::Taken(p)) => errors::raise(Problem::CoordinatorRefused {
+            message: &format!("it granted partition {p}, which this node's lineage already used"),
+        }),
         Err(Failed::Limit) => errors::raise(Problem::ReservedLimit {
             role: r.role_name,
             limit: r.limit.unwrap_or(0),
@@ -394,6 +418,10 @@ pub(super) struct GrantRequest<'a> {
     /// On a Citus coordinator, the generation whose share it grants from
     /// ([`crate::generator::reserved::in_generation_share`]).
     pub share: Option<u32>,
+    /// The session's last grant: the new one is above it, so that the session's IDs in one
+    /// 4 ms unit still increase (a Citus coordinator's share may have changed, or a partition
+    /// below been freed by nothing: grants only grow, but shares interleave).
+    pub above: Option<u16>,
     /// A partition the coordinator granted to this node (a worker), recorded here the same way
     /// instead of granting one.
     pub given: Option<u16>,
