@@ -9,9 +9,10 @@
 -- * sno_reserved_grant(above): a Citus coordinator's grant for a worker's session (it checks
 --   that the caller may execute sno_generate_at);
 -- * sno_reserved_relearn(): superusers, after a lost state file;
--- * the table sno_reserved_grants (one row per reserved partition granted to a session of this
---   database; pg_dump carries it), SELECT granted to PUBLIC, and its trigger
---   sno_reserved_grants_noted (a restored row is recorded in the server's lineage);
+-- * the schema sno_internal and its table reserved_grants (one row per reserved partition
+--   granted to a session of this database; pg_dump carries it) with its trigger
+--   sno_reserved_grants_noted (a restored row is recorded in the server's lineage), and the view
+--   sno_reserved_grants over it, SELECT granted to PUBLIC;
 -- * sno_reserved_space() and the view sno_reserved, SELECT granted to PUBLIC.
 -- Every C symbol of 0.5.0 keeps its shape: a database still at 0.5.0 works with this library.
 --
@@ -54,22 +55,27 @@ CREATE FUNCTION @extschema@.sno_generate_at(meta int4, "at" timestamptz) RETURNS
 COMMENT ON FUNCTION @extschema@.sno_generate_at(int4, timestamptz) IS 'a new sno ID for time "at" (floored to 4 ms), with this meta byte, from a reserved partition granted to this session: unique on this server';
 REVOKE ALL ON FUNCTION @extschema@.sno_generate_at(int4, timestamptz) FROM PUBLIC;
 
-CREATE TABLE @extschema@.sno_reserved_grants (
+CREATE SCHEMA sno_internal;
+COMMENT ON SCHEMA sno_internal IS 'sno''s own tables, not the application''s: see the view sno_reserved_grants';
+CREATE TABLE sno_internal.reserved_grants (
     partition int4 PRIMARY KEY
         CHECK (partition OPERATOR(pg_catalog.>=) 61440 AND partition OPERATOR(pg_catalog.<=) 65535),
     granted_at timestamptz NOT NULL,
     grantee name NOT NULL
 );
-COMMENT ON TABLE @extschema@.sno_reserved_grants IS 'reserved sno partitions granted to sessions of this database (sno_generate_at)';
-SELECT pg_catalog.pg_extension_config_dump('@extschema@.sno_reserved_grants', '');
+COMMENT ON TABLE sno_internal.reserved_grants IS 'reserved sno partitions granted to sessions of this database (sno_generate_at)';
+SELECT pg_catalog.pg_extension_config_dump('sno_internal.reserved_grants', '');
 CREATE FUNCTION @extschema@.sno_reserved_grants_noted()
 	RETURNS TRIGGER
 	LANGUAGE c
 	AS 'MODULE_PATHNAME', 'sno_reserved_grants_noted_wrapper';
-CREATE TRIGGER sno_reserved_grants_noted AFTER INSERT ON @extschema@.sno_reserved_grants
+CREATE TRIGGER sno_reserved_grants_noted AFTER INSERT ON sno_internal.reserved_grants
     FOR EACH ROW EXECUTE FUNCTION @extschema@.sno_reserved_grants_noted();
-ALTER TABLE @extschema@.sno_reserved_grants ENABLE ALWAYS TRIGGER sno_reserved_grants_noted;
+ALTER TABLE sno_internal.reserved_grants ENABLE ALWAYS TRIGGER sno_reserved_grants_noted;
 REVOKE ALL ON FUNCTION @extschema@.sno_reserved_grants_noted() FROM PUBLIC;
+CREATE VIEW @extschema@.sno_reserved_grants AS
+    SELECT partition, granted_at, grantee FROM sno_internal.reserved_grants;
+COMMENT ON VIEW @extschema@.sno_reserved_grants IS 'reserved sno partitions granted to sessions of this database (sno_generate_at)';
 GRANT SELECT ON @extschema@.sno_reserved_grants TO PUBLIC;
 
 ALTER FUNCTION @extschema@.sno_reserved_space() ROWS 1;

@@ -764,7 +764,7 @@ AS 'MODULE_PATHNAME', 'sno_reserved_grant_wrapper';
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- src/pg/generator/at.rs:496
+-- src/pg/generator/at.rs:500
 -- sno::pg::generator::at::sno_reserved_relearn
 CREATE  FUNCTION "sno_reserved_relearn"() RETURNS INT /* i32 */
 STRICT VOLATILE PARALLEL UNSAFE
@@ -830,22 +830,30 @@ REVOKE ALL ON FUNCTION sno_generate_at(int4, timestamptz) FROM PUBLIC;
 -- One row per reserved partition granted to a session of this database: pg_dump carries it
 -- (pg_extension_config_dump), so that a restored database never grants again a partition its
 -- rows use. Written by sno_generate_at as the extension's owner, in the caller's transaction.
-CREATE TABLE sno_reserved_grants (
+-- In a schema of sno's own, not in the extension's (usually public): a table there is one an
+-- ORM's migrations would see as the application's and drop (Alembic, drizzle-kit). Readers use
+-- the view sno_reserved_grants below.
+CREATE SCHEMA sno_internal;
+COMMENT ON SCHEMA sno_internal IS 'sno''s own tables, not the application''s: see the view sno_reserved_grants';
+CREATE TABLE sno_internal.reserved_grants (
     partition int4 PRIMARY KEY
         CHECK (partition OPERATOR(pg_catalog.>=) 61440 AND partition OPERATOR(pg_catalog.<=) 65535),
     granted_at timestamptz NOT NULL,
     grantee name NOT NULL
 );
-COMMENT ON TABLE sno_reserved_grants IS 'reserved sno partitions granted to sessions of this database (sno_generate_at)';
-SELECT pg_catalog.pg_extension_config_dump('sno_reserved_grants', '');
+COMMENT ON TABLE sno_internal.reserved_grants IS 'reserved sno partitions granted to sessions of this database (sno_generate_at)';
+SELECT pg_catalog.pg_extension_config_dump('sno_internal.reserved_grants', '');
 -- A restored database's grants are recorded in the server's lineage as they are loaded, so
 -- that no database of this server is granted one again (a data-only restore with
--- --disable-triggers skips this: the first grant in that database records them instead).
-CREATE TRIGGER sno_reserved_grants_noted AFTER INSERT ON sno_reserved_grants
+-- --disable-triggers skips this: sno_reserved_relearn() records them instead).
+CREATE TRIGGER sno_reserved_grants_noted AFTER INSERT ON sno_internal.reserved_grants
     FOR EACH ROW EXECUTE FUNCTION sno_reserved_grants_noted();
 -- Also under session_replication_role = replica (logical replication's apply, pg_restore
 -- --disable-triggers does disable it).
-ALTER TABLE sno_reserved_grants ENABLE ALWAYS TRIGGER sno_reserved_grants_noted;
+ALTER TABLE sno_internal.reserved_grants ENABLE ALWAYS TRIGGER sno_reserved_grants_noted;
+CREATE VIEW sno_reserved_grants AS
+    SELECT partition, granted_at, grantee FROM sno_internal.reserved_grants;
+COMMENT ON VIEW sno_reserved_grants IS 'reserved sno partitions granted to sessions of this database (sno_generate_at)';
 -- Firing a trigger checks no EXECUTE privilege: revoked so that no other role attaches it to a
 -- table of its own (it refuses to act on any other table too).
 REVOKE ALL ON FUNCTION sno_reserved_grants_noted() FROM PUBLIC;

@@ -304,7 +304,7 @@ fn sno_reserved_grant(above: default!(Option<i32>, "NULL")) -> i32 {
 struct Extension {
     /// sno's schema, quoted.
     schema: String,
-    /// `sno_reserved_grants`, schema-qualified and quoted.
+    /// The grants table, `sno_internal.reserved_grants`.
     table: String,
     /// The extension's owner: the grant's row is written as it.
     owner: pg_sys::Oid,
@@ -332,7 +332,7 @@ impl Extension {
             let schema = core::ffi::CStr::from_ptr(quoted)
                 .to_string_lossy()
                 .into_owned();
-            let table = format!("{schema}.sno_reserved_grants");
+            let table = "sno_internal.reserved_grants".to_string();
             let role_oid = pg_sys::GetUserId();
             let name = pg_sys::GetUserNameFromId(role_oid, false);
             let role_oid = role_oid.to_u32();
