@@ -68,12 +68,18 @@ SELECT pg_describe_object(m.classid, m.objid, 0) || ' | ' || coalesce(CASE m.cla
 FROM m
 UNION ALL
 SELECT format('extension sno | version=%s relocatable=%s schema=%s config=%s', e.extversion, e.extrelocatable,
-              e.extnamespace::regnamespace, e.extconfig)
+              e.extnamespace::regnamespace, e.extconfig::regclass[])
 FROM pg_extension e WHERE e.extname = 'sno'
 UNION ALL
 -- An update script that pins search_path to pg_catalog creates what it does not qualify there.
+-- Since 0.6.0 the schema sno_internal holds sno's own table (not the application's): members
+-- there are listed, any other schema is counted.
 SELECT format('members outside sno''s schema | %s', count(*))
 FROM m JOIN pg_extension e ON e.extname = 'sno', LATERAL pg_identify_object(m.classid, m.objid, 0) i
 WHERE i.schema IS DISTINCT FROM (SELECT n.nspname FROM pg_namespace n WHERE n.oid = e.extnamespace)
-  AND i.schema IS NOT NULL
+  AND i.schema IS NOT NULL AND i.schema <> 'sno_internal'
+UNION ALL
+SELECT format('member in sno_internal | %s %s', i.type, i.identity)
+FROM m, LATERAL pg_identify_object(m.classid, m.objid, 0) i
+WHERE i.schema = 'sno_internal'
 ORDER BY 1;
