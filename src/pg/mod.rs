@@ -60,6 +60,11 @@ mod tests;
         generator::at::sno_reserved_grants_noted
     ]
 );
+::pgrx::extension_sql_file!(
+    "../../sql/sno_time_partitions.sql",
+    name = "sno_time_partitions",
+    requires = ["sno_reserved"]
+);
 
 /// Loads the extension: settings always; the shard table only while the postmaster preloads
 /// libraries (`shared_preload_libraries`). Loaded any other way, the type and every function

@@ -21,7 +21,10 @@
 #   5. A node whose Citus group is past 4095 (the group sequence moved on): refused; the HINT's
 #      sno.partition branch followed.
 #   6. The manual's time-partitioned distributed table; a sno_time query through the
-#      coordinator carries each bound once.
+#      coordinator carries each bound once. 6b. Citus's create_time_partitions,
+#      drop_old_time_partitions and time_partitions on a distributed and a Citus-local table
+#      keyed by sno (sno's casts); rows checked against their partitions and an unpartitioned copy;
+#      sno_create_time_partitions refuses a Citus table, its HINT followed.
 #   7. A second database with Citus (not activated) on the worker c2: a role's monitoring
 #      calls there change nothing; sno_generate there is refused (the databases disagree), its
 #      HINT followed (sno.citus_database). Then c2's state file is lost: refused with the
@@ -227,6 +230,66 @@ plan="$(node_sql co "SET citus.explain_all_tasks = on; EXPLAIN (COSTS OFF) SELEC
 check "BETWEEN: each shard query holds each bound once" \
     "$(grep -E 'Cond|Filter' <<<"$plan" | grep -cE "id >= .*id >= |id <= .*id <= " || true)" 0
 check "and holds both, in each task" "$(grep -cF "(id <= '" <<<"$plan" || true)" "$(grep -cE '^ *->  Task$' <<<"$plan" || true)"
+
+# --- 6b. Citus's time-partition functions on sno keys, through sno's casts ----------------------
+# A distributed table and a Citus-local one, partitioned by RANGE (id): create_time_partitions
+# (periods cut in the session's time zone, UTC here), rows made by sno_generate_at for times
+# across the periods and by sno_generate, each partition's rows inside its bounds, answers equal
+# to an unpartitioned copy's, drop_old_time_partitions, the time_partitions view; sno's own
+# function refuses a Citus table and its HINT is followed; alter_old_partitions_set_access_method
+# fails as the manual says.
+tp_sql() { node_psql co -v ON_ERROR_STOP=1 -c "SET timezone = 'UTC'" "$@"; }
+tp_sql -c "CREATE TABLE tpd (id sno NOT NULL DEFAULT sno_generate(4), v int) PARTITION BY RANGE (id)" \
+    -c "SELECT create_distributed_table('tpd', 'id')" \
+    -c "CREATE TABLE tpl (id sno NOT NULL DEFAULT sno_generate(4), v int) PARTITION BY RANGE (id)" \
+    -c "SELECT citus_add_local_table_to_metadata('tpl')" >/dev/null || bad "the two time-partitioned Citus tables"
+for t in tpd tpl; do
+    check "$t: create_time_partitions makes 7 daily partitions, today's among them" \
+        "$(tp_sql -c "SELECT create_time_partitions('$t', '1 day', date_trunc('day', now()) + interval '4 days', now() - interval '3 days')" \
+            -c "SELECT count(*) FROM time_partitions WHERE parent_table = '$t'::regclass")" "$(printf 't\n7')"
+    check "$t: a second call makes none" \
+        "$(tp_sql -c "SELECT create_time_partitions('$t', '1 day', date_trunc('day', now()) + interval '4 days', now() - interval '3 days')")" f
+    check "$t: every bound is exactly sno_min of a day's start, from_value::sno::timestamptz as Citus reads it" \
+        "$(tp_sql -c "SELECT count(*) FILTER (WHERE from_value::sno = sno_min(date_trunc('day', from_value::sno::timestamptz))
+                                             AND to_value::sno = sno_min(from_value::sno::timestamptz + interval '1 day'))
+                      FROM time_partitions WHERE parent_table = '$t'::regclass")" 7
+    check "$t: sno's view agrees with Citus's" \
+        "$(tp_sql -c "SELECT count(*) FROM time_partitions c JOIN sno_time_partitions s USING (parent_table, partition)
+                      WHERE c.parent_table = '$t'::regclass AND c.from_value::sno = s.from_value AND c.to_value::sno = s.to_value")" 7
+    tp_sql -c "INSERT INTO $t (id, v) SELECT sno_generate_at(4, date_trunc('day', now()) - interval '3 days' + g * interval '37 minutes'), g
+               FROM generate_series(0, 7 * 24 * 60 / 37 - 1) g" \
+        -c "INSERT INTO $t (v) SELECT g FROM generate_series(1, 50) g" >/dev/null || bad "$t: rows across the periods"
+    misplaced=0
+    while IFS='|' read -r part from to; do
+        n="$(tp_sql -c "SELECT count(*) FROM $part WHERE NOT (sno_time(id) >= '$from'::sno::timestamptz AND sno_time(id) < '$to'::sno::timestamptz)")"
+        misplaced=$((misplaced + n))
+    done < <(tp_sql -c "SELECT partition, from_value, to_value FROM time_partitions WHERE parent_table = '$t'::regclass")
+    check "$t: every row of every partition has its time inside the partition's period" "$misplaced" 0
+    tp_sql -c "CREATE TABLE ${t}_copy AS SELECT * FROM $t" >/dev/null
+    for q in "count(*) || '/' || sum(v) FROM X WHERE sno_time(id) >= now() - interval '1 day'" \
+             "count(*) || '/' || sum(v) FROM X WHERE id >= (now() - interval '2 days')::sno AND id < now()::sno" \
+             "count(*) || '/' || sum(v) FROM X WHERE id::timestamptz < date_trunc('day', now())" \
+             "md5(string_agg(id::text || '/' || v, ',' ORDER BY id)) FROM X"; do
+        check "$t: SELECT ${q//X/$t} equals the unpartitioned copy's" \
+            "$(tp_sql -c "SELECT ${q//X/$t}")" "$(tp_sql -c "SELECT ${q//X/${t}_copy}")"
+    done
+    tp_sql -c "CALL drop_old_time_partitions('$t', now() - interval '1 day')" >/dev/null 2>&1 || bad "$t: drop_old_time_partitions"
+    check "$t: drop_old_time_partitions dropped the partitions older than a day (5 left), their rows gone, no other" \
+        "$(tp_sql -c "SELECT count(*) FROM time_partitions WHERE parent_table = '$t'::regclass" \
+            -c "SELECT (SELECT count(*) FROM $t) = (SELECT count(*) FROM ${t}_copy WHERE id >= date_trunc('day', now() - interval '1 day')::sno)")" \
+        "$(printf '5\nt')"
+done
+out="$(node_try co "SELECT sno_create_time_partitions('tpd', '1 day', now() + interval '5 days', now() - interval '1 day')")"
+check "sno_create_time_partitions refuses a Citus table" "$(msg_field ERROR "$out")" \
+    "sno_create_time_partitions: table tpd is a Citus table"
+check "with the HINT to use Citus's function" "$(msg_field HINT "$out")" \
+    "Use Citus's create_time_partitions with the same arguments: it takes sno columns through sno's casts."
+check "the HINT followed: create_time_partitions with the same arguments makes today+4's partition" \
+    "$(tp_sql -c "SELECT create_time_partitions('tpd', '1 day', now() + interval '5 days', now() - interval '1 day')" \
+        -c "SELECT count(*) FROM time_partitions WHERE parent_table = 'tpd'::regclass")" "$(printf 't\n6')"
+out="$(node_try co "CALL alter_old_partitions_set_access_method('tpd', now(), 'columnar')")"
+check "alter_old_partitions_set_access_method fails on a sno key, as the manual says" "$(msg_field ERROR "$out")" \
+    "invalid input syntax for type timestamp with time zone: \"$(tp_sql -c "SELECT to_value FROM time_partitions WHERE parent_table = 'tpd'::regclass ORDER BY from_value LIMIT 1")\""
 
 # --- 7. one database decides the group; a lost state file on a Citus node -----------------------
 
