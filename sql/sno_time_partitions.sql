@@ -396,12 +396,15 @@ BEGIN
         EXCEPTION WHEN lock_not_available THEN
             attempt := attempt + 1;
             IF attempt >= 5 THEN
-                SELECT array_agg(DISTINCT l.pid ORDER BY l.pid) INTO holders FROM pg_locks l
+                -- the sessions whose transactions began before this call (or whose start this
+                -- role may not see): not the inserts that came and went behind its waits
+                SELECT array_agg(DISTINCT l.pid ORDER BY l.pid) INTO holders
+                FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
                 WHERE l.granted AND l.pid <> pg_backend_pid() AND l.locktype = 'relation'
                   AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
-                  AND l.relation IN (table_name, coalesce(default_part, table_name));
+                  AND l.relation = default_part AND coalesce(a.xact_start < now(), true);
                 PERFORM set_config('lock_timeout', saved_timeout, true);
-                RAISE EXCEPTION '%: could not lock the partitions of % after % tries of lock_timeout %', fn, table_name, attempt,
+                RAISE EXCEPTION '%: could not lock the default partition % after % tries of lock_timeout %', fn, default_part, attempt,
                     @extschema@.sno_time_partition_lock_timeout()
                     USING ERRCODE = '55P03',
                           DETAIL = format('Sessions holding locks on it: %s.', coalesce(array_to_string(holders, ', '), 'none left')),
@@ -461,8 +464,9 @@ BEGIN
         EXCEPTION WHEN lock_not_available THEN
             attempt := attempt + 1;
             IF attempt >= 5 THEN
-                SELECT array_agg(DISTINCT l.pid ORDER BY l.pid) INTO holders FROM pg_locks l
-                WHERE l.granted AND l.pid <> pg_backend_pid() AND l.locktype = 'relation'
+                SELECT array_agg(DISTINCT l.pid ORDER BY l.pid) INTO holders
+                FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+                WHERE l.granted AND l.pid <> pg_backend_pid() AND l.locktype = 'relation' AND coalesce(a.xact_start < now(), true)
                   AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
                   AND (l.relation = table_name OR l.relation IN (SELECT partition FROM @extschema@.sno_time_partitions
                                                                   WHERE parent_table = table_name));

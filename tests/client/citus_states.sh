@@ -210,23 +210,27 @@ check "group 5000 makes IDs with its own sno.partition" "$(ledger_partitions big
 
 # --- 6. time partitioning, and the bounds in shard queries ---------------------------------------
 
-node_psql co -v ON_ERROR_STOP=1 -q -c "$(readme_sql '**Time partitioning.**')" >/dev/null ||
-    bad "the manual's time-partitioned distributed table"
-# Rows are routed by the time in their ID (fixed times: the test must not depend on the date).
-node_sql co "INSERT INTO events (id, payload) VALUES (sno_from_parts('2026-12-15 00:00:00+00', 4, 0, 1, 0), '{}')" >/dev/null
-check "an ID of December 2026 is routed to events_2026_12" \
-    "$(node_sql co "SELECT count(*) FROM events_2026_12")" 1
-node_sql co "INSERT INTO events (id, payload) VALUES (sno_from_parts('2027-01-01 00:00:00+00', 4, 0, 1, 0), '{}')" >/dev/null 2>&1 &&
+# The Citus block of doc/time-partitions.md (fenced ```sql citus), as printed, in UTC.
+node_psql co -v ON_ERROR_STOP=1 -q -f - >/dev/null <<<"SET timezone = 'UTC';
+$(awk '$0 == "```sql citus" { b = 1; next } b && $0 == "```" { exit } b' "$SNO_ROOT/doc/time-partitions.md")" ||
+    bad "the manual's time-partitioned distributed table (doc/time-partitions.md)"
+# Rows are routed by the time in their ID: one of now to today's partition (dates in UTC).
+node_sql co "INSERT INTO events (payload) VALUES ('{}')" >/dev/null
+check "an ID of now is routed to today's partition, events_p$(date -u +%Y_%m_%d)" \
+    "$(node_sql co "SELECT count(*) FROM events_p$(date -u +%Y_%m_%d)")" 1
+node_sql co "INSERT INTO events (id, payload) VALUES (sno_from_parts(now() + interval '30 days', 4, 0, 1, 0), '{}')" >/dev/null 2>&1 &&
     bad "an ID outside every partition was accepted" || true
+D1="$(date -u -d '+1 day' +%F)"
+D2="$(date -u -d '+2 days' +%F)"
 plan="$(node_sql co "SET citus.explain_all_tasks = on; EXPLAIN (COSTS OFF)
-        SELECT count(*) FROM events WHERE sno_time(id) >= '2026-12-05 00:00:00+00'")"
+        SELECT count(*) FROM events WHERE sno_time(id) >= '$D1 00:00:00+00'")"
 check "each shard query holds the lower bound once" \
     "$(grep -E 'Cond|Filter' <<<"$plan" | grep -c "id >= .*id >= " || true)" 0
 tasks="$(grep -cE '^ *->  Task$' <<<"$plan" || true)"
 ((tasks > 0)) || bad "no task in the plan: $plan"
 check "and holds it, in each of its $tasks tasks" "$(grep -cF "(id >= '" <<<"$plan" || true)" "$tasks"
 plan="$(node_sql co "SET citus.explain_all_tasks = on; EXPLAIN (COSTS OFF) SELECT count(*) FROM events
-        WHERE sno_time(id) BETWEEN '2026-12-05 00:00:00+00' AND '2026-12-06 00:00:00+00'")"
+        WHERE sno_time(id) BETWEEN '$D1 00:00:00+00' AND '$D2 00:00:00+00'")"
 check "BETWEEN: each shard query holds each bound once" \
     "$(grep -E 'Cond|Filter' <<<"$plan" | grep -cE "id >= .*id >= |id <= .*id <= " || true)" 0
 check "and holds both, in each task" "$(grep -cF "(id <= '" <<<"$plan" || true)" "$(grep -cE '^ *->  Task$' <<<"$plan" || true)"

@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # shellcheck source-path=SCRIPTDIR
-# ALTER EXTENSION sno UPDATE from every earlier release (0.1.0, 0.2.0, 0.3.0, 0.4.0, 0.4.1 and 0.5.0, the
+# ALTER EXTENSION sno UPDATE from every earlier release (0.1.0, 0.2.0, 0.3.0, 0.4.0, 0.4.1, 0.5.0 and 0.6.0, the
 # last) to this version, with its package, while another role's objects wait in sno's schema:
 #   1. The package is installed with the manual's commands into a private copy of a relocatable
 #      PostgreSQL, and the install scripts of the earlier releases as kept in sql/ beside it
 #      (the new library keeps every earlier version's C symbols: no old release is built).
 #   2. One database per release: CREATE EXTENSION sno VERSION 'X' in public, the schema any
-#      role could create in before PostgreSQL 15. In the 0.5.0 database, data made with 0.5.0's
+#      role could create in before PostgreSQL 15. In the 0.6.0 database, data made with 0.6.0's
 #      catalog (tests/upgrade/data.bash), a user's view over sno_generator and a grant on it.
-#   3. Before the update, the 0.5.0 catalog works with the new library; sno = varchar is sno =
+#   3. Before the update, the 0.6.0 catalog works with the new library; sno = varchar is sno =
 #      text, the varchar coerced.
 #   4. An unprivileged role plants operators and functions in public (tests/upgrade/hostile.sql,
 #      hostile_sno.sql): exact matches for the expressions of the install and update scripts,
@@ -25,7 +25,7 @@
 #      sno_generator_initialize() planted, it fails ("not unique") and runs nothing.
 #   8. The manual's query for objects other roles left in sno's schema finds exactly the
 #      planted ones.
-#   9. The 0.5.0 database's data, the planted objects dropped: the old rows unchanged, zero
+#   9. The 0.6.0 database's data, the planted objects dropped: the old rows unchanged, zero
 #      duplicates, amcheck and the hash and BRIN indexes (check_integrity).
 # About 20 s.
 #
@@ -43,8 +43,8 @@ source "$(dirname "${BASH_SOURCE[0]}")/../client/cluster.bash"
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 
-OLD_VERSIONS=(0.1.0 0.2.0 0.3.0 0.4.0 0.4.1 0.5.0)
-LAST_VERSION=0.5.0
+OLD_VERSIONS=(0.1.0 0.2.0 0.3.0 0.4.0 0.4.1 0.5.0 0.6.0)
+LAST_VERSION=0.6.0
 # The 0.1.0 -> 0.2.0 update script as 0.4.0 shipped it, before its search_path was pinned first.
 UNFIXED_COMMIT=ddb8f69
 NEW_VERSION="$(sed -n 's/^version = "\(.*\)"$/\1/p' "$root/Cargo.toml" | head -1)"

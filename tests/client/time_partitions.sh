@@ -1,0 +1,229 @@
+#!/usr/bin/env bash
+# shellcheck source-path=SCRIPTDIR
+# Time-partitioned tables on plain PostgreSQL with pg_cron (Debian's postgresql-15-cron 1.4),
+# on a server of its own (shared_preload_libraries = 'pg_cron,sno'):
+#  1. doc/time-partitions.md's SQL blocks run as printed (tests/docs/run_sql.py), pg_cron's jobs
+#     scheduled by them included.
+#  2. The jobs as scheduled by the page run by pg_cron itself (their schedules moved to every
+#     minute): the partitioning job makes the partitions missing ahead (two dropped by hand
+#     first), the retention job drops partitions older than 90 days (six made for 100 to 95
+#     days ago first); cron.job_run_details says succeeded.
+#  3. While pg_cron waits for its minute: two sessions calling sno_create_time_partitions at once,
+#     30 times each with different end_at, make every partition once, no error.
+#  4. Locks: a session holding a lock on the table (a long SELECT's ACCESS SHARE);
+#     sno_drop_old_time_partitions fails after its 5 tries with SQLSTATE 55P03, that session's pid
+#     in the DETAIL, nothing dropped; inserts meanwhile (pgbench, a transaction each) never wait
+#     more than about one lock_timeout (1 s); the HINT followed (the session ends its
+#     transaction, the call made again): it drops them. The same for sno_create_time_partitions
+#     with a session holding a lock on the default partition: it fails, nothing made, then works.
+#  5. Every row's partition holds its time; no ID twice (primary key) over all the rows.
+#
+# Usage: SNO_PG_MAJOR=15 time_partitions.sh SOCKET_DIR PORT BINDIR (own server on PORT+730).
+# Any other SNO_PG_MAJOR: skipped (pg_cron is Debian's package for PostgreSQL 15).
+set -euo pipefail
+
+if [[ "${SNO_PG_MAJOR:-}" != 15 ]]; then
+    echo "ok: skipped time_partitions.sh: tested on PostgreSQL 15 only (SNO_PG_MAJOR=${SNO_PG_MAJOR:-unset})"
+    exit 0
+fi
+
+# shellcheck source=cluster.bash
+source "$(dirname "${BASH_SOURCE[0]}")/cluster.bash"
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+T0=$SECONDS
+
+# pg_cron from Debian, installed if missing (serialized: two tests may start together).
+if ! dpkg-query -W -f='${Status}' postgresql-15-cron 2>/dev/null | grep -q "install ok installed"; then
+    (
+        flock 9
+        if ! dpkg-query -W -f='${Status}' postgresql-15-cron 2>/dev/null | grep -q "install ok installed"; then
+            export DEBIAN_FRONTEND=noninteractive
+            apt-get install -y -qq postgresql-15-cron >/dev/null 2>&1 ||
+                { apt-get update -qq && apt-get install -y -qq postgresql-15-cron >/dev/null; }
+        fi
+    ) 9>/tmp/sno-apt-cron.lock || { echo "FAIL: could not install postgresql-15-cron"; exit 1; }
+fi
+[[ -f "$("$3/pg_config" --pkglibdir 2>/dev/null || echo /usr/lib/postgresql/15/lib)/pg_cron.so" ]] ||
+    [[ -f /usr/lib/postgresql/15/lib/pg_cron.so ]] || { echo "FAIL: no pg_cron.so for PostgreSQL 15"; exit 1; }
+
+harness_setup time_partitions "$3" $(($2 + 730)) $(($2 + 739))
+DB=sno_doc_time_partitions
+export PGTZ=UTC
+
+node_init t
+node_conf t "cron.database_name = '$DB'" "cron.host = '$CL_WORK'" "max_connections = 40"
+node_cmdline t shared_preload_libraries=pg_cron,sno
+node_start t || die "t did not start"
+
+# q DB SQL...: psql on database DB of t (unaligned, tuples only, stop at the first error).
+q() {
+    local db="$1" a=() s
+    shift
+    for s in "$@"; do a+=(-c "$s"); done
+    node_psql_db t "$db" "${a[@]}"
+}
+
+# --- 1. the page as printed ------------------------------------------------------------------------
+
+echo "--- $((SECONDS - T0)) s: doc/time-partitions.md's SQL blocks"
+(cd "$ROOT" && PGHOST="$CL_WORK" PGPORT="$(node_port t)" PGUSER=postgres \
+    python3 tests/docs/run_sql.py "$CL_BINDIR/psql" 15 doc/time-partitions.md "$DB") ||
+    die "doc/time-partitions.md's SQL blocks as printed"
+check "the page scheduled its two jobs" \
+    "$(q "$DB" "SELECT string_agg(jobname || ' ' || schedule, ',' ORDER BY jobid) FROM cron.job")" \
+    "events-partitions 15 * * * *,events-retention 30 3 * * *"
+
+# --- 2. pg_cron runs them -------------------------------------------------------------------------------
+
+# Two future partitions dropped (the job must make them again), six old ones made (the
+# retention job must drop them), then both jobs every minute.
+q "$DB" "SET client_min_messages = warning" \
+    "DO \$\$ DECLARE r record; BEGIN
+        FOR r IN SELECT partition FROM sno_time_partitions WHERE parent_table = 'events'::regclass
+                 AND NOT is_default ORDER BY from_value DESC LIMIT 2 LOOP
+            EXECUTE format('DROP TABLE %s', r.partition);
+        END LOOP; END \$\$" >/dev/null
+q "$DB" "SELECT sno_create_time_partitions('events', '1 day', now() - interval '95 days', now() - interval '100 days')" >/dev/null
+check "before pg_cron's runs: 6 current partitions and 6 of 100 to 95 days ago" \
+    "$(q "$DB" "SELECT count(*) FILTER (WHERE to_time > now() - interval '90 days') || ' ' || count(*) FILTER (WHERE to_time <= now() - interval '90 days')
+               FROM sno_time_partitions WHERE parent_table = 'events'::regclass AND NOT is_default")" "6 6"
+q "$DB" "SELECT cron.alter_job(jobid, schedule => '* * * * *') FROM cron.job" >/dev/null
+CRON_SINCE="$(q "$DB" "SELECT now()")"
+echo "    jobs moved to every minute at $CRON_SINCE; the lock tests run meanwhile"
+
+# --- 3. two sessions at once ------------------------------------------------------------------------------
+
+echo "--- $((SECONDS - T0)) s: two sessions calling sno_create_time_partitions at once"
+q postgres "CREATE DATABASE conc" >/dev/null
+q conc "CREATE EXTENSION sno" \
+    "CREATE TABLE c (id sno PRIMARY KEY DEFAULT sno_generate(3), v int) PARTITION BY RANGE (id)" >/dev/null
+for s in 1 2; do
+    (
+        for ((i = 1; i <= 30; i++)); do
+            q conc "SET client_min_messages = warning" \
+                "SELECT sno_create_time_partitions('c', '1 hour', timestamptz '2026-01-01 00:00+00' + $i * interval '2 hours' + $s * interval '1 hour', '2026-01-01 00:00+00')" \
+                >/dev/null 2>>"$CL_WORK/conc_$s.err" || echo "call $i failed" >>"$CL_WORK/conc_$s.err"
+        done
+    ) &
+done
+wait
+check "no call failed in either session" "$(cat "$CL_WORK"/conc_*.err 2>/dev/null)" ""
+check "every hour of 2026-01-01 00:00 to 2026-01-03 14:00 has one partition, no other" \
+    "$(q conc "SELECT count(*) || ' ' || count(DISTINCT from_value) || ' ' || min(from_time) || ' ' || max(to_time)
+               FROM sno_time_partitions WHERE parent_table = 'c'::regclass")" \
+    "62 62 2026-01-01 00:00:00+00 2026-01-03 14:00:00+00"
+check "and they follow each other without a gap" \
+    "$(q conc "SELECT count(*) FROM sno_time_partitions a JOIN sno_time_partitions b ON b.parent_table = a.parent_table AND b.from_value = a.to_value
+               WHERE a.parent_table = 'c'::regclass")" 61
+
+# --- 4. locks: inserts wait at most one lock_timeout; the HINT followed ---------------------------------
+
+# insert_start SECONDS: pgbench inserting one row a transaction into t.c for SECONDS, in the
+# background; its per-transaction log under $CL_WORK/pgb.
+insert_start() {
+    rm -rf "$CL_WORK/pgb" && mkdir "$CL_WORK/pgb" && chown postgres: "$CL_WORK/pgb"
+    echo "INSERT INTO c (v) VALUES (1);" >"$CL_WORK/pgb/ins.sql"
+    (cd "$CL_WORK/pgb" && as_pg "$CL_BINDIR/pgbench" -n -h "$CL_WORK" -p "$(node_port t)" -U postgres \
+        -f ins.sql -T "$1" -c 1 -l --log-prefix=lat conc >pgbench.out 2>&1) &
+    PGB=$!
+}
+# insert_wait: waits for the last run. insert_stats: its longest insert in ms, and how many ran.
+insert_wait() { wait "$PGB" || { sed 's/^/    /' "$CL_WORK/pgb/pgbench.out"; bad "pgbench"; }; }
+insert_stats() { cat "$CL_WORK"/pgb/lat.* | awk '{ n++; if ($3 > m) m = $3 } END { printf "%d %d\n", m / 1000, n }'; }
+
+echo "--- $((SECONDS - T0)) s: a long reader holds the table: sno_drop_old_time_partitions gives up"
+q conc "SET client_min_messages = warning" \
+    "SELECT sno_create_time_partitions('c', '1 hour', now() + interval '2 hours', now() - interval '1 hour')" >/dev/null
+# Routing needs today's partitions: the inserts make IDs of now.
+node_psql_db t conc -c "BEGIN" -c "SELECT count(*) FROM c" -c "SELECT pg_sleep(30)" >/dev/null 2>&1 &
+READER=$!
+for _ in $(seq 50); do
+    r="$(q conc "SELECT pid FROM pg_stat_activity WHERE query = 'SELECT pg_sleep(30)' AND state = 'active'")"
+    [[ -n "$r" ]] && break
+    sleep 0.1
+done
+[[ -n "$r" ]] || die "the reader did not start"
+insert_start 10
+sleep 0.5
+t1=$SECONDS
+out="$(node_psql_db t conc -c "CALL sno_drop_old_time_partitions('c', '2026-01-02 00:00+00')" 2>&1 || true)"
+took=$((SECONDS - t1))
+insert_wait
+read -r max_ms n_ins <<<"$(insert_stats)"
+check "the drop fails with SQLSTATE 55P03's message after its tries" "$(msg_field ERROR "$out")" \
+    "sno_drop_old_time_partitions: could not lock table public.c and its old partitions after 5 tries of lock_timeout 1s"
+check "its DETAIL names the reader's pid" "$(msg_field DETAIL "$out")" "Sessions holding locks on them: $r."
+check "its HINT" "$(msg_field HINT "$out")" "Call it again when those sessions have ended their transactions."
+check "it tried for 5 lock_timeouts and 4 sleeps (about 8 s): $took s" "$((took >= 7 && took <= 12))" 1
+check "nothing dropped" "$(q conc "SELECT count(*) FROM sno_time_partitions WHERE parent_table = 'c'::regclass AND to_time <= '2026-01-02 00:00+00'")" 24
+check "inserts went on: $n_ins in 10 s, the longest $max_ms ms (at most one lock_timeout and a little)" \
+    "$((n_ins > 50 && max_ms < 1500))" 1
+# The HINT followed: the reader's transaction ends, the call is made again.
+q conc "SELECT pg_cancel_backend($r)" >/dev/null
+wait "$READER" 2>/dev/null || true
+q conc "CALL sno_drop_old_time_partitions('c', '2026-01-02 00:00+00')" >/dev/null 2>&1 || bad "the drop after the HINT"
+check "after the HINT: the 24 partitions of 2026-01-01 dropped" \
+    "$(q conc "SELECT count(*) FROM sno_time_partitions WHERE parent_table = 'c'::regclass AND to_time <= '2026-01-02 00:00+00'")" 0
+
+echo "--- $((SECONDS - T0)) s: a reader of the default partition: sno_create_time_partitions gives up"
+q conc "CREATE TABLE c_default PARTITION OF c DEFAULT" \
+    "INSERT INTO c (id, v) SELECT sno_generate_at(3, timestamptz '2026-02-01 00:00+00' + g * interval '10 minutes'), 2 FROM generate_series(0, 11) g" >/dev/null
+node_psql_db t conc -c "BEGIN" -c "SELECT count(*) FROM c_default" -c "SELECT pg_sleep(30)" >/dev/null 2>&1 &
+READER=$!
+for _ in $(seq 50); do
+    r="$(q conc "SELECT pid FROM pg_stat_activity WHERE query = 'SELECT pg_sleep(30)' AND state = 'active'")"
+    [[ -n "$r" ]] && break
+    sleep 0.1
+done
+[[ -n "$r" ]] || die "the reader did not start"
+insert_start 10
+sleep 0.5
+out="$(node_psql_db t conc -c "SELECT sno_create_time_partitions('c', '1 hour', '2026-02-01 02:00+00', '2026-02-01 00:00+00')" 2>&1 || true)"
+insert_wait
+read -r max_ms n_ins <<<"$(insert_stats)"
+check "the create fails with SQLSTATE 55P03's message after its tries" "$(msg_field ERROR "$out")" \
+    "sno_create_time_partitions: could not lock the default partition public.c_default after 5 tries of lock_timeout 1s"
+check "its DETAIL names the reader's pid" "$(msg_field DETAIL "$out")" "Sessions holding locks on it: $r."
+check "nothing made, the rows still in the default partition" \
+    "$(q conc "SELECT count(*) FROM sno_time_partitions WHERE parent_table = 'c'::regclass AND from_time >= '2026-02-01+00' AND from_time < '2026-02-02+00'" \
+        "SELECT count(*) FROM c_default")" "$(printf '0\n12')"
+check "inserts went on: $n_ins in 10 s, the longest $max_ms ms" "$((n_ins > 50 && max_ms < 1500))" 1
+q conc "SELECT pg_cancel_backend($r)" >/dev/null
+wait "$READER" 2>/dev/null || true
+check "after the HINT: the two hours made, their 12 rows moved out of the default partition" \
+    "$(q conc "SET client_min_messages = warning" \
+        "SELECT sno_create_time_partitions('c', '1 hour', '2026-02-01 02:00+00', '2026-02-01 00:00+00')" \
+        "SELECT count(*) FROM c_default")" "$(printf 't\n0')"
+
+# --- 5. every row in the partition of its time ----------------------------------------------------------
+
+for db in conc "$DB"; do
+    t="$([[ "$db" == conc ]] && echo c || echo events)"
+    check "$db: every row of $t is in the partition of its time, IDs distinct" \
+        "$(q "$db" "SELECT count(*) FILTER (WHERE NOT (sno_time(x.id) >= p.from_time AND sno_time(x.id) < p.to_time))
+                     || ' ' || (count(*) - count(DISTINCT x.id))
+                     FROM $t x JOIN sno_time_partitions p ON p.partition = x.tableoid WHERE NOT p.is_default")" "0 0"
+done
+
+# --- 2 (end). pg_cron's runs ------------------------------------------------------------------------------
+
+echo "--- $((SECONDS - T0)) s: waiting for pg_cron's runs (at most 75 s after the jobs were moved)"
+for _ in $(seq 150); do
+    done_runs="$(q "$DB" "SELECT count(DISTINCT jobid) FROM cron.job_run_details WHERE start_time >= '$CRON_SINCE' AND status IN ('succeeded', 'failed')")"
+    [[ "$done_runs" == 2 ]] && break
+    [[ "$(q "$DB" "SELECT now() - '$CRON_SINCE' > interval '80 seconds'")" == t ]] && break
+    sleep 0.5
+done
+check "pg_cron ran both jobs, both succeeded" \
+    "$(q "$DB" "SELECT string_agg(j.jobname || ' ' || d.status, ',' ORDER BY j.jobid)
+                FROM cron.job j JOIN LATERAL (SELECT status FROM cron.job_run_details r WHERE r.jobid = j.jobid
+                     AND r.start_time >= '$CRON_SINCE' ORDER BY r.start_time LIMIT 1) d ON true")" \
+    "events-partitions succeeded,events-retention succeeded"
+q "$DB" "SELECT j.jobname, d.status, d.return_message FROM cron.job_run_details d JOIN cron.job j USING (jobid) WHERE d.start_time >= '$CRON_SINCE'" |
+    sed 's/^/    /'
+check "after them: the 8 current partitions again, none older than 90 days" \
+    "$(q "$DB" "SELECT count(*) FILTER (WHERE to_time > now() - interval '90 days') || ' ' || count(*) FILTER (WHERE to_time <= now() - interval '90 days')
+               FROM sno_time_partitions WHERE parent_table = 'events'::regclass AND NOT is_default")" "8 0"
+q "$DB" "SELECT cron.unschedule(jobid) FROM cron.job" >/dev/null
+echo "    $((SECONDS - T0)) s"
+exit "$fail"
