@@ -5,7 +5,9 @@
 # page in one session of a fresh database (doc/install.md in a database named app, the name its
 # snippet uses), with what the page says each statement prints or raises checked
 # (tests/docs/run_sql.py says how). The other pages' SQL is run by the tests of what they
-# describe: doc/citus.md by citus_states.sh, doc/high-availability.md's HA-manager snippets by
+# describe: doc/citus.md by citus_states.sh, doc/time-partitions.md by time_partitions.sh (its
+# ```sql blocks, on a server with pg_cron, through run_sql.py) and citus_states.sh (its ```sql
+# citus block) and timescaledb.sh (its ```sql timescaledb blocks), doc/high-availability.md's HA-manager snippets by
 # ha_patroni.sh and ha_auto_failover.sh, doc/orms.md's by the ORM tests, doc/install.md's query
 # for planted objects also by tests/upgrade/update_paths.sh, doc/drivers.md's Python blocks word for
 # word by drivers_python.sh (its Go, Node.js and Java blocks are run by drivers_*.sh as equivalent
