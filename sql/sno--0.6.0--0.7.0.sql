@@ -213,6 +213,8 @@ DECLARE
     max_len int := current_setting('max_identifier_length')::int;
     suffix text;
     part_name text;
+    tag text;
+    taken int;
     tablespace_clause text := '';
     cols text;
     moved bigint;
@@ -341,8 +343,22 @@ BEGIN
                                           age(clash.to_time, clash.from_time))
                               ELSE format('Detach or drop partition %s first, or end the periods before it.', clash.partition) END;
             END IF;
+            -- table_pSUFFIX, the table's name shortened to fit max_identifier_length bytes; a
+            -- name another relation already has (another role's table in a schema it may create
+            -- in) gets _1, _2, ... rather than failing the call.
             suffix := to_char(cur, name_format);
-            part_name := substring(parent.relname, 1, max_len - length(suffix) - 2) || '_p' || suffix;
+            taken := 0;
+            LOOP
+                tag := '_p' || suffix || CASE WHEN taken > 0 THEN '_' || taken ELSE '' END;
+                part_name := parent.relname;
+                WHILE octet_length(part_name || tag) > max_len LOOP
+                    part_name := left(part_name, -1);
+                END LOOP;
+                part_name := part_name || tag;
+                EXIT WHEN to_regclass(format('%I.%I', parent.schema_name, part_name)) IS NULL
+                      AND NOT part_name = ANY (plan_name);
+                taken := taken + 1;
+            END LOOP;
             plan_from := plan_from || cur;
             plan_to := plan_to || nxt;
             plan_name := plan_name || part_name;

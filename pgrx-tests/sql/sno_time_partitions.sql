@@ -108,7 +108,7 @@ FROM generate_series(0, 4 * 24 * 60 / 17 - 1) g;
 SELECT count(*) AS rows, count(*) FILTER (WHERE NOT (sno_time(e.id) >= p.from_time AND sno_time(e.id) < p.to_time)) AS misplaced
 FROM ev e JOIN sno_time_partitions p ON p.partition = e.tableoid;
 -- An ID for a time no partition holds.
-SELECT pg_temp.err($$INSERT INTO ev (id) VALUES (sno_generate_at(1, '2026-03-07 00:00:00+00'))$$);
+SELECT pg_temp.err($$INSERT INTO ev (id) VALUES (sno_from_parts('2026-03-07 00:00:00+00', 1, 7, 0, 0))$$);
 
 -- Periods cut in the session's time zone, as Citus cuts them: monthly partitions in New York
 -- begin at its midnight (05:00 UTC in winter, 04:00 in summer); daily ones across the change to
@@ -217,6 +217,35 @@ SET ROLE sno_tp_owner;
 CALL sno_drop_old_time_partitions('own', '2026-03-05+00');
 RESET ROLE;
 SELECT count(*) AS partitions_left FROM sno_time_partitions WHERE parent_table = 'own'::regclass;
+
+-- Another role's objects where a call that followed search_path would find them: a table
+-- with the name of a partition to come, and in public a date_trunc, a to_regclass and an
+-- operator = on regclass (exact matches, which would win over pg_catalog's). The call works
+-- (the partition gets the next free name) and none of them runs.
+CREATE ROLE sno_tp_hostile;
+GRANT CREATE ON SCHEMA public TO sno_tp_hostile;
+SET ROLE sno_tp_hostile;
+CREATE TABLE sq_p2026_03_02 (x int);
+CREATE TABLE hostile_calls (f text);
+GRANT INSERT ON hostile_calls TO PUBLIC;
+CREATE FUNCTION public.date_trunc(text, timestamptz) RETURNS timestamptz LANGUAGE sql
+    AS $$ INSERT INTO public.hostile_calls VALUES ('date_trunc') RETURNING '2000-01-01+00'::timestamptz $$;
+CREATE FUNCTION public.to_regclass(text) RETURNS regclass LANGUAGE sql
+    AS $$ INSERT INTO public.hostile_calls VALUES ('to_regclass') RETURNING NULL::regclass $$;
+CREATE FUNCTION public.hostile_eq(regclass, regclass) RETURNS bool LANGUAGE sql
+    AS $$ INSERT INTO public.hostile_calls VALUES ('=') RETURNING true $$;
+CREATE OPERATOR public.= (LEFTARG = regclass, RIGHTARG = regclass, FUNCTION = public.hostile_eq);
+RESET ROLE;
+CREATE TABLE sq (id sno PRIMARY KEY) PARTITION BY RANGE (id);
+SELECT sno_create_time_partitions('sq', '1 day', '2026-03-04+00', '2026-03-01+00') AS created;
+CALL sno_drop_old_time_partitions('sq', '2026-03-02+00');
+SELECT count(*) AS hostile_calls FROM hostile_calls;
+DROP OPERATOR public.= (regclass, regclass);
+DROP FUNCTION public.hostile_eq(regclass, regclass), public.date_trunc(text, timestamptz), public.to_regclass(text);
+SELECT partition, from_time FROM sno_time_partitions WHERE parent_table = 'sq'::regclass ORDER BY from_value;
+DROP TABLE sq, sq_p2026_03_02, hostile_calls;
+REVOKE CREATE ON SCHEMA public FROM sno_tp_hostile;
+DROP ROLE sno_tp_hostile;
 
 -- 6. sno_time_partitioned_tables: the coverage ahead of now (what the alert reads).
 CREATE TABLE live (id sno PRIMARY KEY DEFAULT sno_generate(2)) PARTITION BY RANGE (id);
