@@ -78,7 +78,7 @@ export PGTZ=UTC
 
 # The manual's TimescaleDB SQL (doc/time-partitions.md, blocks fenced ```sql timescaledb): every
 # statement of it is one this test runs, word for word (whitespace and a final ; aside).
-missing="$(python3 - "$HERE/../../doc/time-partitions.md" "$HERE/timescaledb.sh" <<'PY'
+doc_stmts="$(python3 - "$HERE/../../doc/time-partitions.md" "$HERE/timescaledb.sh" <<'PY'
 import re, sys
 page, script = open(sys.argv[1]).read(), open(sys.argv[2]).read()
 norm = lambda t: re.sub(r"\s+", " ", t).strip()
@@ -100,8 +100,8 @@ for st in stmts:
         print("NOT RUN: " + st)
 PY
 )"
-check "every statement of the manual's TimescaleDB blocks ($(head -n 1 <<<"$missing")) is one this test runs" \
-    "$(tail -n +2 <<<"$missing")" ""
+check "every statement of the manual's TimescaleDB blocks ($(head -n 1 <<<"$doc_stmts")) is one this test runs" \
+    "$(tail -n +2 <<<"$doc_stmts")" ""
 
 # part TITLE: a part's heading, with the seconds since the start (after the build).
 part() { echo "--- $* ($((SECONDS - T0)) s)"; }
