@@ -147,6 +147,19 @@ impl Comparison {
         }
     }
 
+    /// The comparison of times a comparison of IDs implies: `a self b` implies
+    /// `time(a) result time(b)`. IDs order by time first, so an order between IDs is an order
+    /// (or equality) of their times; only not strictly, since two IDs of one 4 ms unit have one
+    /// time: `a < b` implies `time(a) <= time(b)`. A planner that knows only the times (a
+    /// TimescaleDB hypertable's chunks, cut by `sno_time(id)`) can use it.
+    pub const fn implied_time_comparison(self) -> Comparison {
+        match self {
+            Comparison::Lt | Comparison::Le => Comparison::Le,
+            Comparison::Eq => Comparison::Eq,
+            Comparison::Ge | Comparison::Gt => Comparison::Ge,
+        }
+    }
+
     /// The same comparison with its operands swapped (`a < b` is `b > a`).
     pub const fn commuted(self) -> Comparison {
         match self {
@@ -296,6 +309,23 @@ mod tests {
             }
             // And a bound is given whenever one side of the range is constrained.
             prop_assert!(lower || upper);
+        }
+
+        #[test]
+        fn an_id_comparison_implies_its_time_comparison(
+            a in id_near(EPOCH_PG_MICROS + 86_400_000_000),
+            b in id_near(EPOCH_PG_MICROS + 86_400_000_000),
+            cmp in prop_oneof![
+                Just(Comparison::Lt), Just(Comparison::Le), Just(Comparison::Eq),
+                Just(Comparison::Ge), Just(Comparison::Gt)
+            ],
+        ) {
+            let implied = cmp.implied_time_comparison();
+            if cmp.holds(a, b) {
+                prop_assert!(implied.holds(a.units(), b.units()), "{:?} {:?} {:?}", a, cmp, b);
+            }
+            // Never stricter than needed: two IDs of one unit compare every way but their time.
+            prop_assert!(!matches!(implied, Comparison::Lt | Comparison::Gt));
         }
 
         #[test]

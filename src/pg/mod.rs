@@ -5,7 +5,8 @@
 //!   [`report`]: errors and warnings as PostgreSQL shows them, and [`errors`], the one place
 //!   every user-facing error, its SQLSTATE, DETAIL and HINT is written;
 //! - the type: [`io`] (text and binary I/O), [`ops`] (comparison, hashing, BRIN, casts),
-//!   [`parts`] (field functions), [`planner`] (time predicates as bounds on the key);
+//!   [`parts`] (field functions), [`planner`] (time predicates as bounds on the key, and on
+//!   TimescaleDB hypertables ([`hypertable`]) bounds on the key as time predicates);
 //! - the generator: [`gucs`] (settings), [`shmem`] (shared memory, the state file at start-up),
 //!   [`generator`] (`sno_generate`, the durable state, `sno_generator_initialize`, monitoring),
 //!   [`wal`] (the lineage WAL record), [`worker`] (the background worker that judges the
@@ -18,6 +19,7 @@ pub mod errors;
 pub mod fmgr;
 pub mod generator;
 pub mod gucs;
+pub mod hypertable;
 pub mod io;
 pub mod ops;
 pub mod parts;

@@ -19,6 +19,15 @@
 //! or timestamp bound converts as the comparison does, overflow included); the clause is not
 //! in the ON of a FULL JOIN; and `sno_time`, the bound functions and the operators are the
 //! members of the extension `sno`. Anything else is left as written.
+//!
+//! The other way, on TimescaleDB hypertables only ([`crate::pg::hypertable`]): next to
+//! `id op X` on a hypertable whose chunks are cut by `sno_time(id)`, with `X` known only when the
+//! query runs (`now()`, a parameter of a generic plan), the comparison of times it implies
+//! (`sno_time(id) >= sno_time(X)`, [`Comparison::implied_time_comparison`]): TimescaleDB excludes
+//! chunks at executor startup by `sno_time` comparisons only. With a constant `X` TimescaleDB
+//! excludes chunks itself, and the added clause would only lower the row estimate, so none is
+//! added; nor on any other relation. No loop: a time comparison between two `sno_time` calls
+//! gets no bound on `id`, and a comparison with a bound function's result no time comparison.
 
 use crate::id::time::Comparison;
 use core::ffi::c_void;
@@ -63,7 +72,26 @@ struct Catalog {
     ge: Oid,
     le: Oid,
     sno_type: Oid,
+    /// The functions of sno's `<`, `<=`, `=`, `>=`, `>` between IDs (the order of [`CMP`]).
+    sno_cmp: [Oid; 5],
+    /// `<=`, `=` and `>=` between timestamptz (PostgreSQL's).
+    tz_le: Oid,
+    tz_eq: Oid,
+    tz_ge: Oid,
+    /// sno's schema.
+    nsp: Oid,
 }
+
+/// The comparisons of [`Catalog::sno_cmp`], in its order.
+const CMP: [Comparison; 5] = [
+    Comparison::Lt,
+    Comparison::Le,
+    Comparison::Eq,
+    Comparison::Ge,
+    Comparison::Gt,
+];
+/// The names of sno's comparison functions between IDs, in the order of [`CMP`].
+const CMP_FUNCS: [&core::ffi::CStr; 5] = [c"sno_lt", c"sno_le", c"sno_eq", c"sno_ge", c"sno_gt"];
 
 /// The types a bound function takes, in the order of [`Catalog::lower`].
 const OPERAND_TYPES: [Oid; 3] = [
@@ -93,7 +121,7 @@ unsafe fn rewrite_query(q: *mut pg_sys::Query, cat: &mut Option<Catalog>) {
     if q.is_null() {
         return;
     }
-    rewrite_jointree((*q).jointree.cast(), cat);
+    rewrite_jointree((*q).jointree.cast(), cat, (*q).rtable);
     for c in cells((*q).rtable) {
         let rte = c.ptr_value as *mut pg_sys::RangeTblEntry;
         if (*rte).rtekind == pg_sys::RTEKind::RTE_SUBQUERY {
@@ -108,23 +136,23 @@ unsafe fn rewrite_query(q: *mut pg_sys::Query, cat: &mut Option<Catalog>) {
     }
 }
 
-unsafe fn rewrite_jointree(n: *mut Node, cat: &mut Option<Catalog>) {
+unsafe fn rewrite_jointree(n: *mut Node, cat: &mut Option<Catalog>, rtable: *mut pg_sys::List) {
     match tag(n) {
         NodeTag::T_FromExpr => {
             let f = n as *mut pg_sys::FromExpr;
-            (*f).quals = rewrite_quals((*f).quals, cat);
+            (*f).quals = rewrite_quals((*f).quals, cat, rtable);
             for c in cells((*f).fromlist) {
-                rewrite_jointree(c.ptr_value.cast(), cat);
+                rewrite_jointree(c.ptr_value.cast(), cat, rtable);
             }
         }
         NodeTag::T_JoinExpr => {
             let j = n as *mut pg_sys::JoinExpr;
             // A FULL JOIN accepts only merge- or hash-joinable conditions besides its own.
             if (*j).jointype != pg_sys::JoinType::JOIN_FULL {
-                (*j).quals = rewrite_quals((*j).quals, cat);
+                (*j).quals = rewrite_quals((*j).quals, cat, rtable);
             }
-            rewrite_jointree((*j).larg, cat);
-            rewrite_jointree((*j).rarg, cat);
+            rewrite_jointree((*j).larg, cat, rtable);
+            rewrite_jointree((*j).rarg, cat, rtable);
         }
         _ => {}
     }
@@ -147,12 +175,20 @@ unsafe fn conjuncts(quals: *mut Node, out: &mut Vec<*mut Node>) {
 }
 
 /// The qualification with the implied bounds added (itself when there are none).
-unsafe fn rewrite_quals(quals: *mut Node, cat: &mut Option<Catalog>) -> *mut Node {
+unsafe fn rewrite_quals(
+    quals: *mut Node,
+    cat: &mut Option<Catalog>,
+    rtable: *mut pg_sys::List,
+) -> *mut Node {
     let mut parts = Vec::new();
     conjuncts(quals, &mut parts);
     let mut added = Vec::new();
+    let timescaledb = crate::pg::hypertable::timescaledb_loaded();
     for &p in &parts {
         implied(p, cat, &mut added);
+        if timescaledb {
+            implied_time(p, cat, rtable, &mut added);
+        }
     }
     // A bound the query already has is not added again: a query planned twice (Citus plans
     // on the coordinator, deparses the planned query, bounds included, for each shard, and the
@@ -249,8 +285,13 @@ unsafe fn implied(clause: *mut Node, cat: &mut Option<Catalog>, out: &mut Vec<*m
         };
         let Some(c) = *cat else { return };
         // A column in `t` would make the bound a join clause: no index or pruning uses it,
-        // and its estimate would be multiplied into the join's.
-        if pg_sys::contain_var_clause(other) || !usable(other) || !usable(x) {
+        // and its estimate would be multiplied into the join's. A comparison of two IDs' times
+        // (one this hook added on a hypertable, or written so) is left alone: no loop.
+        if pg_sys::contain_var_clause(other)
+            || !usable(other)
+            || !usable(x)
+            || sno_time_argument(other, cat).is_some()
+        {
             return;
         }
         let Some(k) = OPERAND_TYPES.iter().position(|&ty| ty == other_type) else {
@@ -341,6 +382,31 @@ unsafe fn lookup(sno_time: Oid, sno_type: Oid) -> Option<Catalog> {
         lower[k] = func(c"sno_lower_bound", ty)?;
         upper[k] = func(c"sno_upper_bound", ty)?;
     }
+    let mut sno_cmp = [pg_sys::InvalidOid; 5];
+    for (k, name) in CMP_FUNCS.iter().enumerate() {
+        let types = [sno_type, sno_type];
+        let args = pg_sys::buildoidvector(types.as_ptr(), 2);
+        let f = pg_sys::GetSysCacheOid(
+            pg_sys::SysCacheIdentifier::PROCNAMEARGSNSP as _,
+            pg_sys::Anum_pg_proc_oid as _,
+            pg_sys::Datum::from(name.as_ptr()),
+            pg_sys::Datum::from(args),
+            pg_sys::Datum::from(nsp),
+            pg_sys::Datum::from(0),
+        );
+        sno_cmp[k] = member(pg_sys::ProcedureRelationId, f).then_some(f)?;
+    }
+    let tz = |s: &core::ffi::CStr| {
+        let o = pg_sys::GetSysCacheOid(
+            pg_sys::SysCacheIdentifier::OPERNAMENSP as _,
+            pg_sys::Anum_pg_operator_oid as _,
+            pg_sys::Datum::from(s.as_ptr()),
+            pg_sys::Datum::from(pg_sys::TIMESTAMPTZOID),
+            pg_sys::Datum::from(pg_sys::TIMESTAMPTZOID),
+            pg_sys::Datum::from(pg_sys::Oid::from(pg_sys::PG_CATALOG_NAMESPACE)),
+        );
+        (o != pg_sys::InvalidOid).then_some(o)
+    };
     Some(Catalog {
         sno_time,
         lower,
@@ -348,7 +414,140 @@ unsafe fn lookup(sno_time: Oid, sno_type: Oid) -> Option<Catalog> {
         ge: op(c">=")?,
         le: op(c"<=")?,
         sno_type,
+        sno_cmp,
+        tz_le: tz(c"<=")?,
+        tz_eq: tz(c"=")?,
+        tz_ge: tz(c">=")?,
+        nsp,
     })
+}
+
+/// If `clause` compares a `sno` column of a TimescaleDB hypertable cut by its `sno_time` with an
+/// operand known only at execution, pushes the comparison of their times it implies
+/// (`sno_time(id) >= sno_time(X)` for `id > X`).
+unsafe fn implied_time(
+    clause: *mut Node,
+    cat: &mut Option<Catalog>,
+    rtable: *mut pg_sys::List,
+    out: &mut Vec<*mut Node>,
+) {
+    if tag(clause) != NodeTag::T_OpExpr {
+        return;
+    }
+    let op = clause as *mut pg_sys::OpExpr;
+    let args = cells((*op).args);
+    if args.len() != 2 {
+        return;
+    }
+    let (a, b) = (
+        args[0].ptr_value as *mut Node,
+        args[1].ptr_value as *mut Node,
+    );
+    if tag(a) != NodeTag::T_Var && tag(b) != NodeTag::T_Var {
+        return;
+    }
+    let opfunc = pg_sys::get_opcode((*op).opno);
+    if cat.is_none() {
+        *cat = catalog_of_comparison(opfunc, if tag(a) == NodeTag::T_Var { a } else { b });
+    }
+    let Some(c) = *cat else { return };
+    let Some(k) = c.sno_cmp.iter().position(|&f| f == opfunc) else {
+        return;
+    };
+    for (var_on_left, var, other) in [(true, a, b), (false, b, a)] {
+        if tag(var) != NodeTag::T_Var {
+            continue;
+        }
+        let v = var as *mut pg_sys::Var;
+        if (*v).varlevelsup != 0 || (*v).vartype != c.sno_type {
+            continue;
+        }
+        // Known only when the query runs (TimescaleDB handles constants itself); not one of
+        // the bounds this hook adds (no loop); evaluated once more without harm.
+        let at_execution = pg_sys::contain_mutable_functions(other)
+            || !pg_sys::pull_paramids(other.cast()).is_null();
+        if pg_sys::contain_var_clause(other)
+            || !usable(other)
+            || !at_execution
+            || bound_call(&c, other)
+        {
+            return;
+        }
+        let varno = (*v).varno;
+        let rtes = cells(rtable);
+        if varno < 1 || varno as usize > rtes.len() {
+            return;
+        }
+        let rte = rtes[varno as usize - 1].ptr_value as *mut pg_sys::RangeTblEntry;
+        if (*rte).rtekind != pg_sys::RTEKind::RTE_RELATION || !(*rte).inh {
+            return;
+        }
+        let schema = pg_sys::get_namespace_name(c.nsp);
+        if schema.is_null() {
+            return;
+        }
+        let Ok(schema) = core::ffi::CStr::from_ptr(schema).to_str() else {
+            return;
+        };
+        if crate::pg::hypertable::sno_time_dimension((*rte).relid, schema) != Some((*v).varattno) {
+            return;
+        }
+        let cmp = if var_on_left {
+            CMP[k]
+        } else {
+            CMP[k].commuted()
+        };
+        let tz_op = match cmp.implied_time_comparison() {
+            Comparison::Le => c.tz_le,
+            Comparison::Eq => c.tz_eq,
+            Comparison::Ge => c.tz_ge,
+            Comparison::Lt | Comparison::Gt => return,
+        };
+        let clause = pg_sys::make_opclause(
+            tz_op,
+            pg_sys::BOOLOID,
+            false,
+            func(c.sno_time, pg_sys::TIMESTAMPTZOID, var).cast(),
+            func(c.sno_time, pg_sys::TIMESTAMPTZOID, other).cast(),
+            pg_sys::InvalidOid,
+            pg_sys::InvalidOid,
+        );
+        (*(clause as *mut pg_sys::OpExpr)).opfuncid = pg_sys::get_opcode(tz_op);
+        out.push(clause.cast());
+        return;
+    }
+}
+
+/// Whether `n` is a call of one of sno's bound functions (what [`implied`] adds).
+unsafe fn bound_call(c: &Catalog, n: *mut Node) -> bool {
+    if tag(n) != NodeTag::T_FuncExpr {
+        return false;
+    }
+    let f = (*(n as *mut pg_sys::FuncExpr)).funcid;
+    c.lower.contains(&f) || c.upper.contains(&f)
+}
+
+/// sno's catalog, when `func` is one of its comparison functions between IDs and `var` an ID:
+/// found through `sno_time` in that function's schema.
+unsafe fn catalog_of_comparison(func: Oid, var: *mut Node) -> Option<Catalog> {
+    let name = pg_sys::get_func_name(func);
+    if name.is_null() || !CMP_FUNCS.contains(&core::ffi::CStr::from_ptr(name)) {
+        return None;
+    }
+    let sno_type = pg_sys::exprType(var);
+    let args = pg_sys::buildoidvector(&sno_type, 1);
+    let sno_time = pg_sys::GetSysCacheOid(
+        pg_sys::SysCacheIdentifier::PROCNAMEARGSNSP as _,
+        pg_sys::Anum_pg_proc_oid as _,
+        pg_sys::Datum::from(c"sno_time".as_ptr()),
+        pg_sys::Datum::from(args),
+        pg_sys::Datum::from(pg_sys::get_func_namespace(func)),
+        pg_sys::Datum::from(0),
+    );
+    if sno_time == pg_sys::InvalidOid {
+        return None;
+    }
+    lookup(sno_time, sno_type)
 }
 
 /// A call of `funcid` on one argument (a copy of it).
