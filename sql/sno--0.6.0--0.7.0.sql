@@ -10,7 +10,7 @@
 -- * the views sno_time_partitions and sno_time_partitioned_tables, SELECT granted to PUBLIC;
 -- * sno_create_time_partitions(table, interval, end_at, start_from) and the procedure
 --   sno_drop_old_time_partitions(table, older_than), with their helpers
---   sno_time_partition_parent and sno_time_partition_lock_timeout.
+--   sno_time_partition_parent, sno_time_partition_lock_timeout and sno_time_partition_lock_holders.
 -- No C symbol is new or changed: a database still at 0.6.0 works with this library.
 --
 -- Security: the first statement pins search_path to pg_catalog and pg_temp, so that nothing
@@ -176,6 +176,20 @@ SET search_path = pg_catalog, pg_temp
 RETURN CASE WHEN pg_catalog.current_setting('lock_timeout')::pg_catalog.interval OPERATOR(pg_catalog.>) '0'::pg_catalog.interval
              AND pg_catalog.current_setting('lock_timeout')::pg_catalog.interval OPERATOR(pg_catalog.<) '1 s'::pg_catalog.interval
        THEN pg_catalog.current_setting('lock_timeout') ELSE '1s' END;
+
+-- sno_time_partition_lock_holders(relations): the sessions holding a lock on any of them whose
+-- transactions began before this call (or whose start this role may not see): not the inserts
+-- that came and went behind its waits. For the DETAIL of a call that gave up.
+CREATE FUNCTION @extschema@.sno_time_partition_lock_holders(relations regclass[]) RETURNS int[]
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+    SELECT array_agg(DISTINCT l.pid ORDER BY l.pid)
+    FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+    WHERE l.granted AND l.pid <> pg_backend_pid() AND l.locktype = 'relation'
+      AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+      AND l.relation = ANY (relations::oid[]) AND coalesce(a.xact_start < now(), true)
+$fn$;
 
 -- sno_create_time_partitions ---------------------------------------------------------------------
 -- Citus's create_time_partitions for plain PostgreSQL and sno keys: the partitions of each
@@ -420,13 +434,7 @@ BEGIN
         EXCEPTION WHEN lock_not_available THEN
             attempt := attempt + 1;
             IF attempt >= 5 THEN
-                -- the sessions whose transactions began before this call (or whose start this
-                -- role may not see): not the inserts that came and went behind its waits
-                SELECT array_agg(DISTINCT l.pid ORDER BY l.pid) INTO holders
-                FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
-                WHERE l.granted AND l.pid <> pg_backend_pid() AND l.locktype = 'relation'
-                  AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
-                  AND l.relation = default_part AND coalesce(a.xact_start < now(), true);
+                holders := @extschema@.sno_time_partition_lock_holders(ARRAY[default_part]);
                 PERFORM set_config('lock_timeout', saved_timeout, true);
                 RAISE EXCEPTION '%: could not lock the default partition % after % tries of lock_timeout %', fn, default_part, attempt,
                     @extschema@.sno_time_partition_lock_timeout()
@@ -488,12 +496,8 @@ BEGIN
         EXCEPTION WHEN lock_not_available THEN
             attempt := attempt + 1;
             IF attempt >= 5 THEN
-                SELECT array_agg(DISTINCT l.pid ORDER BY l.pid) INTO holders
-                FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
-                WHERE l.granted AND l.pid <> pg_backend_pid() AND l.locktype = 'relation' AND coalesce(a.xact_start < now(), true)
-                  AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
-                  AND (l.relation = table_name OR l.relation IN (SELECT partition FROM @extschema@.sno_time_partitions
-                                                                  WHERE parent_table = table_name));
+                holders := @extschema@.sno_time_partition_lock_holders(table_name || ARRAY(
+                    SELECT partition FROM @extschema@.sno_time_partitions WHERE parent_table = table_name));
                 PERFORM set_config('lock_timeout', saved_timeout, true);
                 RAISE EXCEPTION '%: could not lock table % and its old partitions after % tries of lock_timeout %', fn, table_name,
                     attempt, @extschema@.sno_time_partition_lock_timeout()

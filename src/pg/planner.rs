@@ -354,26 +354,11 @@ unsafe fn lookup(sno_time: Oid, sno_type: Oid) -> Option<Catalog> {
     // another role's view over it does not need (and the bounds need only EXECUTE).
     let nsp = pg_sys::get_func_namespace(sno_time);
     let func = |s: &core::ffi::CStr, ty: Oid| {
-        let args = pg_sys::buildoidvector(&ty, 1);
-        let f = pg_sys::GetSysCacheOid(
-            pg_sys::SysCacheIdentifier::PROCNAMEARGSNSP as _,
-            pg_sys::Anum_pg_proc_oid as _,
-            pg_sys::Datum::from(s.as_ptr()),
-            pg_sys::Datum::from(args),
-            pg_sys::Datum::from(nsp),
-            pg_sys::Datum::from(0),
-        );
+        let f = proc_in(nsp, s, &[ty]);
         member(pg_sys::ProcedureRelationId, f).then_some(f)
     };
     let op = |s: &core::ffi::CStr| {
-        let o = pg_sys::GetSysCacheOid(
-            pg_sys::SysCacheIdentifier::OPERNAMENSP as _,
-            pg_sys::Anum_pg_operator_oid as _,
-            pg_sys::Datum::from(s.as_ptr()),
-            pg_sys::Datum::from(sno_type),
-            pg_sys::Datum::from(sno_type),
-            pg_sys::Datum::from(nsp),
-        );
+        let o = oper_in(nsp, s, sno_type);
         member(pg_sys::OperatorRelationId, o).then_some(o)
     };
     let mut lower = [pg_sys::InvalidOid; 3];
@@ -384,27 +369,12 @@ unsafe fn lookup(sno_time: Oid, sno_type: Oid) -> Option<Catalog> {
     }
     let mut sno_cmp = [pg_sys::InvalidOid; 5];
     for (k, name) in CMP_FUNCS.iter().enumerate() {
-        let types = [sno_type, sno_type];
-        let args = pg_sys::buildoidvector(types.as_ptr(), 2);
-        let f = pg_sys::GetSysCacheOid(
-            pg_sys::SysCacheIdentifier::PROCNAMEARGSNSP as _,
-            pg_sys::Anum_pg_proc_oid as _,
-            pg_sys::Datum::from(name.as_ptr()),
-            pg_sys::Datum::from(args),
-            pg_sys::Datum::from(nsp),
-            pg_sys::Datum::from(0),
-        );
+        let f = proc_in(nsp, name, &[sno_type, sno_type]);
         sno_cmp[k] = member(pg_sys::ProcedureRelationId, f).then_some(f)?;
     }
+    let catalog = pg_sys::Oid::from(pg_sys::PG_CATALOG_NAMESPACE);
     let tz = |s: &core::ffi::CStr| {
-        let o = pg_sys::GetSysCacheOid(
-            pg_sys::SysCacheIdentifier::OPERNAMENSP as _,
-            pg_sys::Anum_pg_operator_oid as _,
-            pg_sys::Datum::from(s.as_ptr()),
-            pg_sys::Datum::from(pg_sys::TIMESTAMPTZOID),
-            pg_sys::Datum::from(pg_sys::TIMESTAMPTZOID),
-            pg_sys::Datum::from(pg_sys::Oid::from(pg_sys::PG_CATALOG_NAMESPACE)),
-        );
+        let o = oper_in(catalog, s, pg_sys::TIMESTAMPTZOID);
         (o != pg_sys::InvalidOid).then_some(o)
     };
     Some(Catalog {
@@ -535,19 +505,36 @@ unsafe fn catalog_of_comparison(func: Oid, var: *mut Node) -> Option<Catalog> {
         return None;
     }
     let sno_type = pg_sys::exprType(var);
-    let args = pg_sys::buildoidvector(&sno_type, 1);
-    let sno_time = pg_sys::GetSysCacheOid(
-        pg_sys::SysCacheIdentifier::PROCNAMEARGSNSP as _,
-        pg_sys::Anum_pg_proc_oid as _,
-        pg_sys::Datum::from(c"sno_time".as_ptr()),
-        pg_sys::Datum::from(args),
-        pg_sys::Datum::from(pg_sys::get_func_namespace(func)),
-        pg_sys::Datum::from(0),
-    );
+    let sno_time = proc_in(pg_sys::get_func_namespace(func), c"sno_time", &[sno_type]);
     if sno_time == pg_sys::InvalidOid {
         return None;
     }
     lookup(sno_time, sno_type)
+}
+
+/// The function `name(types)` of schema `nsp`, straight from the system cache (InvalidOid if none).
+unsafe fn proc_in(nsp: Oid, name: &core::ffi::CStr, types: &[Oid]) -> Oid {
+    let args = pg_sys::buildoidvector(types.as_ptr(), types.len() as _);
+    pg_sys::GetSysCacheOid(
+        pg_sys::SysCacheIdentifier::PROCNAMEARGSNSP as _,
+        pg_sys::Anum_pg_proc_oid as _,
+        pg_sys::Datum::from(name.as_ptr()),
+        pg_sys::Datum::from(args),
+        pg_sys::Datum::from(nsp),
+        pg_sys::Datum::from(0),
+    )
+}
+
+/// The operator `name` between two values of type `ty`, of schema `nsp` (InvalidOid if none).
+unsafe fn oper_in(nsp: Oid, name: &core::ffi::CStr, ty: Oid) -> Oid {
+    pg_sys::GetSysCacheOid(
+        pg_sys::SysCacheIdentifier::OPERNAMENSP as _,
+        pg_sys::Anum_pg_operator_oid as _,
+        pg_sys::Datum::from(name.as_ptr()),
+        pg_sys::Datum::from(ty),
+        pg_sys::Datum::from(ty),
+        pg_sys::Datum::from(nsp),
+    )
 }
 
 /// A call of `funcid` on one argument (a copy of it).
