@@ -7,7 +7,8 @@
 -- doc/time-partitions.md):
 -- * the explicit casts sno -> timestamptz (sno_time) and timestamptz -> sno (sno_min), which
 --   Citus's create_time_partitions, drop_old_time_partitions and time_partitions need;
--- * the views sno_time_partitions and sno_time_partitioned_tables, SELECT granted to PUBLIC;
+-- * sno_time_partition_bounds(table) and the views sno_time_partitions and
+--   sno_time_partitioned_tables, SELECT granted to PUBLIC;
 -- * sno_create_time_partitions(table, interval, end_at, start_from) and the procedure
 --   sno_drop_old_time_partitions(table, older_than), with their helpers
 --   sno_time_partition_parent, sno_time_partition_lock_timeout and sno_time_partition_lock_holders.
@@ -30,81 +31,106 @@ SELECT pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
 CREATE CAST (@extschema@.sno AS timestamptz) WITH FUNCTION @extschema@.sno_time(@extschema@.sno);
 CREATE CAST (timestamptz AS @extschema@.sno) WITH FUNCTION @extschema@.sno_min(timestamptz);
 
+-- The partitions of one table ---------------------------------------------------------------------
+-- sno_time_partition_bounds(table): its partitions with their bounds, read from
+-- pg_get_expr(relpartbound) (a sno constant prints as its 16 characters in quotes, MINVALUE and
+-- MAXVALUE as such: NULL here), through pg_inherits' index on the parent: the cost is that of
+-- this table's partitions, whatever other tables have.
+CREATE FUNCTION @extschema@.sno_time_partition_bounds(table_name regclass)
+RETURNS TABLE (partition regclass, from_value @extschema@.sno, to_value @extschema@.sno, is_default boolean, detach_pending boolean)
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+    SELECT c.oid::regclass, b.m[1]::@extschema@.sno, b.m[2]::@extschema@.sno, b.e = 'DEFAULT', i.inhdetachpending
+    FROM pg_inherits i
+    JOIN pg_class c ON c.oid = i.inhrelid
+    CROSS JOIN LATERAL (SELECT pg_get_expr(c.relpartbound, c.oid) AS e) x
+    CROSS JOIN LATERAL (
+        SELECT x.e, regexp_match(x.e, '^FOR VALUES FROM \((?:MINVALUE|''([^'']*)'')\) TO \((?:MAXVALUE|''([^'']*)'')\)$') AS m
+    ) b
+    WHERE i.inhparent = table_name AND c.relpartbound IS NOT NULL
+$fn$;
+COMMENT ON FUNCTION @extschema@.sno_time_partition_bounds(regclass) IS 'the partitions of a table partitioned by RANGE on a sno column, with their bounds (NULL: MINVALUE or MAXVALUE)';
+
 -- The partitions of every table partitioned by RANGE on one sno column --------------------------
--- Bounds read from pg_get_expr(relpartbound): a sno constant prints as its 16 characters in
--- quotes, MINVALUE/MAXVALUE as such (NULL here), the default partition as DEFAULT.
 CREATE VIEW @extschema@.sno_time_partitions AS
 SELECT p.partrelid::pg_catalog.regclass AS parent_table,
        a.attname AS partition_column,
-       c.oid::pg_catalog.regclass AS partition,
-       b.m[1]::@extschema@.sno AS from_value,
-       b.m[2]::@extschema@.sno AS to_value,
-       @extschema@.sno_time(b.m[1]::@extschema@.sno) AS from_time,
-       @extschema@.sno_time(b.m[2]::@extschema@.sno) AS to_time,
-       b.m IS NULL AS is_default
+       b.partition,
+       b.from_value,
+       b.to_value,
+       @extschema@.sno_time(b.from_value) AS from_time,
+       @extschema@.sno_time(b.to_value) AS to_time,
+       b.is_default,
+       b.detach_pending
 FROM pg_catalog.pg_partitioned_table p
 JOIN pg_catalog.pg_attribute a
     ON a.attrelid OPERATOR(pg_catalog.=) p.partrelid
    AND a.attnum OPERATOR(pg_catalog.=) p.partattrs[0]
-JOIN pg_catalog.pg_inherits i ON i.inhparent OPERATOR(pg_catalog.=) p.partrelid
-JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) i.inhrelid
-CROSS JOIN LATERAL (
-    SELECT pg_catalog.regexp_match(pg_catalog.pg_get_expr(c.relpartbound, c.oid),
-        '^FOR VALUES FROM \((?:MINVALUE|''([^'']*)'')\) TO \((?:MAXVALUE|''([^'']*)'')\)$') AS m
-) b
+CROSS JOIN LATERAL @extschema@.sno_time_partition_bounds(p.partrelid::pg_catalog.regclass) b
 WHERE p.partstrat OPERATOR(pg_catalog.=) 'r'
   AND p.partnatts OPERATOR(pg_catalog.=) 1
-  AND a.atttypid OPERATOR(pg_catalog.=) '@extschema@.sno'::pg_catalog.regtype
-  AND c.relpartbound IS NOT NULL;
+  AND a.atttypid OPERATOR(pg_catalog.=) '@extschema@.sno'::pg_catalog.regtype;
 COMMENT ON VIEW @extschema@.sno_time_partitions IS 'the partitions of tables partitioned by RANGE on a sno column: bounds as IDs and as times (NULL: MINVALUE, MAXVALUE or the default partition)';
 GRANT SELECT ON @extschema@.sno_time_partitions TO PUBLIC;
 
--- One row per such table: how far ahead of now its partitions reach without a gap (what the
--- alert SnoTimePartitionMissing reads, doc/monitoring.md).
+-- One row per such table (not temporary, not itself a partition): how far ahead of now its
+-- partitions reach without a gap (what the alert SnoTimePartitionMissing reads,
+-- doc/monitoring.md). A partition being detached (DETACH ... CONCURRENTLY not finished) counts
+-- as none.
 CREATE VIEW @extschema@.sno_time_partitioned_tables AS
-WITH RECURSIVE parts AS (
-    SELECT parent_table, from_time, to_time, from_value, to_value FROM @extschema@.sno_time_partitions
-    WHERE NOT is_default
-), run AS (
-    -- the partition holding now, then each one starting where the previous one ends
-    SELECT parent_table, to_time, to_value, 1 AS depth FROM parts
-    WHERE (from_value IS NULL OR from_value OPERATOR(@extschema@.<=) @extschema@.sno_lower_bound(pg_catalog.now()))
-      AND (to_value IS NULL OR to_value OPERATOR(@extschema@.>) @extschema@.sno_lower_bound(pg_catalog.now()))
-    UNION ALL
-    SELECT p.parent_table, p.to_time, p.to_value, r.depth OPERATOR(pg_catalog.+) 1 FROM run r
-    JOIN parts p ON p.parent_table OPERATOR(pg_catalog.=) r.parent_table
-                AND p.from_value OPERATOR(@extschema@.=) r.to_value
-    WHERE r.to_value IS NOT NULL AND r.depth OPERATOR(pg_catalog.<) 100000
-), newest AS (
-    SELECT DISTINCT ON (parent_table) parent_table, from_time, to_time FROM parts
-    WHERE from_time IS NOT NULL AND to_time IS NOT NULL
-    ORDER BY parent_table, from_value DESC
+WITH tables AS (
+    SELECT p.partrelid
+    FROM pg_catalog.pg_partitioned_table p
+    JOIN pg_catalog.pg_class t ON t.oid OPERATOR(pg_catalog.=) p.partrelid
+    JOIN pg_catalog.pg_attribute a
+        ON a.attrelid OPERATOR(pg_catalog.=) p.partrelid
+       AND a.attnum OPERATOR(pg_catalog.=) p.partattrs[0]
+    WHERE p.partstrat OPERATOR(pg_catalog.=) 'r'
+      AND p.partnatts OPERATOR(pg_catalog.=) 1
+      AND a.atttypid OPERATOR(pg_catalog.=) '@extschema@.sno'::pg_catalog.regtype
+      AND t.relpersistence OPERATOR(pg_catalog.<>) 't'
+      AND NOT t.relispartition
+), parts AS (
+    -- each partition, and the run of partitions following each other it belongs to (a run
+    -- begins at the first partition and after each gap)
+    SELECT t.partrelid, b.from_value, b.to_value, b.is_default, b.detach_pending,
+           pg_catalog.sum(CASE WHEN b.from_value OPERATOR(@extschema@.=) b.prev_to THEN 0 ELSE 1 END)
+               OVER (PARTITION BY t.partrelid ORDER BY b.from_value NULLS FIRST) AS run
+    FROM tables t
+    CROSS JOIN LATERAL (
+        SELECT s.from_value, s.to_value, s.is_default, s.detach_pending,
+               pg_catalog.lag(s.to_value) OVER (ORDER BY s.from_value NULLS FIRST) AS prev_to
+        FROM @extschema@.sno_time_partition_bounds(t.partrelid::pg_catalog.regclass) s
+        WHERE NOT s.is_default AND NOT s.detach_pending
+    ) b
 )
-SELECT t.parent_table,
-       t.partitions,
-       t.has_default,
-       n.from_time AS newest_from,
-       n.to_time AS newest_to,
-       pg_catalog.age(n.to_time, n.from_time) AS newest_interval,
+SELECT t.partrelid::pg_catalog.regclass AS parent_table,
+       (SELECT pg_catalog.count(*) FROM @extschema@.sno_time_partition_bounds(t.partrelid::pg_catalog.regclass) s
+        WHERE NOT s.is_default) AS partitions,
+       EXISTS (SELECT FROM @extschema@.sno_time_partition_bounds(t.partrelid::pg_catalog.regclass) s
+               WHERE s.is_default) AS has_default,
+       @extschema@.sno_time(n.from_value) AS newest_from,
+       @extschema@.sno_time(n.to_value) AS newest_to,
+       pg_catalog.age(@extschema@.sno_time(n.to_value), @extschema@.sno_time(n.from_value)) AS newest_interval,
        c.covered_until
-FROM (SELECT p.partrelid::pg_catalog.regclass AS parent_table,
-             (SELECT pg_catalog.count(*) FROM @extschema@.sno_time_partitions s
-              WHERE s.parent_table OPERATOR(pg_catalog.=) p.partrelid AND NOT s.is_default) AS partitions,
-             EXISTS (SELECT FROM @extschema@.sno_time_partitions s
-                     WHERE s.parent_table OPERATOR(pg_catalog.=) p.partrelid AND s.is_default) AS has_default
-      FROM pg_catalog.pg_partitioned_table p
-      JOIN pg_catalog.pg_attribute a
-          ON a.attrelid OPERATOR(pg_catalog.=) p.partrelid
-         AND a.attnum OPERATOR(pg_catalog.=) p.partattrs[0]
-      WHERE p.partstrat OPERATOR(pg_catalog.=) 'r'
-        AND p.partnatts OPERATOR(pg_catalog.=) 1
-        AND a.atttypid OPERATOR(pg_catalog.=) '@extschema@.sno'::pg_catalog.regtype) t
-LEFT JOIN newest n ON n.parent_table OPERATOR(pg_catalog.=) t.parent_table
+FROM tables t
+LEFT JOIN LATERAL (
+    SELECT r.from_value, r.to_value FROM parts r
+    WHERE r.partrelid OPERATOR(pg_catalog.=) t.partrelid AND r.from_value IS NOT NULL AND r.to_value IS NOT NULL
+    ORDER BY r.from_value DESC LIMIT 1
+) n ON true
 LEFT JOIN LATERAL (
     -- NULL: no partition holds now; 'infinity': a MAXVALUE partition is reached
     SELECT CASE WHEN pg_catalog.bool_or(r.to_value IS NULL) THEN 'infinity'::pg_catalog.timestamptz
-                ELSE pg_catalog.max(r.to_time) END AS covered_until
-    FROM run r WHERE r.parent_table OPERATOR(pg_catalog.=) t.parent_table
+                ELSE @extschema@.sno_time(@extschema@.max(r.to_value)) END AS covered_until
+    FROM parts r
+    WHERE r.partrelid OPERATOR(pg_catalog.=) t.partrelid
+      AND r.run OPERATOR(pg_catalog.=) (
+          SELECT h.run FROM parts h
+          WHERE h.partrelid OPERATOR(pg_catalog.=) t.partrelid
+            AND (h.from_value IS NULL OR h.from_value OPERATOR(@extschema@.<=) @extschema@.sno_lower_bound(pg_catalog.now()))
+            AND (h.to_value IS NULL OR h.to_value OPERATOR(@extschema@.>) @extschema@.sno_lower_bound(pg_catalog.now())))
 ) c ON true;
 COMMENT ON VIEW @extschema@.sno_time_partitioned_tables IS 'tables partitioned by RANGE on a sno column: partitions, default partition, the newest partition and until when partitions follow each other from now on without a gap (covered_until, NULL when none holds now)';
 GRANT SELECT ON @extschema@.sno_time_partitioned_tables TO PUBLIC;
@@ -153,7 +179,7 @@ BEGIN
     IF NOT pg_has_role(owner, 'USAGE') THEN
         RAISE EXCEPTION '%: must be the owner of table % (owned by %)', caller, table_name, owner
             USING ERRCODE = '42501',
-                  HINT = format('Call it as %s, or as a member of that role.', owner);
+                  HINT = format('Call it as %s: run SET ROLE %s; first (as a member of that role), then call it again.', owner, owner);
     END IF;
     IF to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL THEN
         IF EXISTS (SELECT FROM pg_catalog.pg_dist_partition d WHERE d.logicalrelid = table_name) THEN
@@ -177,10 +203,11 @@ RETURN CASE WHEN pg_catalog.current_setting('lock_timeout')::pg_catalog.interval
              AND pg_catalog.current_setting('lock_timeout')::pg_catalog.interval OPERATOR(pg_catalog.<) '1 s'::pg_catalog.interval
        THEN pg_catalog.current_setting('lock_timeout') ELSE '1s' END;
 
--- sno_time_partition_lock_holders(relations): the sessions holding a lock on any of them whose
--- transactions began before this call (or whose start this role may not see): not the inserts
--- that came and went behind its waits. For the DETAIL of a call that gave up.
-CREATE FUNCTION @extschema@.sno_time_partition_lock_holders(relations regclass[]) RETURNS int[]
+-- sno_time_partition_lock_holders(relations, modes): the sessions holding a lock on any of them
+-- (in one of the modes, NULL: any) whose transactions began before this statement (or whose
+-- start this role may not see): not the inserts that came and went behind its waits. For the
+-- DETAIL of a call that gave up.
+CREATE FUNCTION @extschema@.sno_time_partition_lock_holders(relations regclass[], modes text[] DEFAULT NULL) RETURNS int[]
 LANGUAGE sql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $fn$
@@ -188,7 +215,8 @@ AS $fn$
     FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
     WHERE l.granted AND l.pid <> pg_backend_pid() AND l.locktype = 'relation'
       AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
-      AND l.relation = ANY (relations::oid[]) AND coalesce(a.xact_start < now(), true)
+      AND l.relation = ANY (relations::oid[]) AND (modes IS NULL OR l.mode = ANY (modes))
+      AND coalesce(a.xact_start < statement_timestamp(), true)
 $fn$;
 
 -- sno_create_time_partitions ---------------------------------------------------------------------
@@ -213,13 +241,21 @@ DECLARE
     parent record;
     col name;
     default_part regclass;
+    -- the table's partitions (the default one aside), in the order of their bounds
+    p_part regclass[];
+    p_from @extschema@.sno[];
+    p_to @extschema@.sno[];
+    p_pending boolean[];
+    n int;
+    j int := 1;
     pivot timestamptz;
     cur timestamptz;
     nxt timestamptz;
     lo @extschema@.sno;
     hi @extschema@.sno;
     steps int := 0;
-    clash record;
+    usual interval;
+    hint text;
     plan_from timestamptz[] := '{}';
     plan_to timestamptz[] := '{}';
     plan_name text[] := '{}';
@@ -230,10 +266,10 @@ DECLARE
     tag text;
     taken int;
     tablespace_clause text := '';
-    cols text;
-    moved bigint;
+    in_default bigint;
+    last_row @extschema@.sno;
+    resume timestamptz;
     attempt int := 0;
-    holders int[];
     saved_timeout text := current_setting('lock_timeout');
 BEGIN
     IF partition_interval IS NULL OR end_at IS NULL OR start_from IS NULL THEN
@@ -256,11 +292,12 @@ BEGIN
     parent := @extschema@.sno_time_partition_parent(table_name, fn);
 
     -- One caller at a time per table (a second waits, then sees the first's partitions). SHARE
-    -- UPDATE EXCLUSIVE does not conflict with INSERT, UPDATE, DELETE or SELECT.
+    -- UPDATE EXCLUSIVE does not conflict with INSERT, UPDATE, DELETE or SELECT; ONLY: not on
+    -- the partitions, which a VACUUM or ANALYZE may hold.
     PERFORM set_config('lock_timeout', @extschema@.sno_time_partition_lock_timeout(), true);
     LOOP
         BEGIN
-            EXECUTE format('LOCK TABLE %I.%I IN SHARE UPDATE EXCLUSIVE MODE', parent.schema_name, parent.relname);
+            EXECUTE format('LOCK TABLE ONLY %I.%I IN SHARE UPDATE EXCLUSIVE MODE', parent.schema_name, parent.relname);
             EXIT;
         EXCEPTION WHEN lock_not_available THEN
             attempt := attempt + 1;
@@ -269,27 +306,33 @@ BEGIN
                 RAISE EXCEPTION '%: could not lock table % after % tries of lock_timeout %', fn, table_name, attempt,
                     @extschema@.sno_time_partition_lock_timeout()
                     USING ERRCODE = '55P03',
-                          DETAIL = 'Another sno_create_time_partitions or a schema change of the table is running.',
-                          HINT = 'Call it again when that call has ended.';
+                          DETAIL = format('Sessions holding locks on it: %s.', coalesce(array_to_string(
+                              @extschema@.sno_time_partition_lock_holders(ARRAY[table_name], ARRAY['ShareUpdateExclusiveLock',
+                                  'ShareLock', 'ShareRowExclusiveLock', 'ExclusiveLock', 'AccessExclusiveLock']), ', '), 'none left')),
+                          HINT = 'Call it again when those sessions have ended their transactions.';
             END IF;
             PERFORM pg_sleep(0.1 * 2 ^ attempt);
         END;
     END LOOP;
 
-    SELECT partition_column INTO col FROM @extschema@.sno_time_partitions WHERE parent_table = table_name LIMIT 1;
-    IF col IS NULL THEN
-        SELECT a.attname INTO col FROM pg_partitioned_table p
-        JOIN pg_attribute a ON a.attrelid = p.partrelid AND a.attnum = p.partattrs[0]
-        WHERE p.partrelid = table_name;
-    END IF;
-    SELECT partition INTO default_part FROM @extschema@.sno_time_partitions
-    WHERE parent_table = table_name AND is_default;
+    SELECT a.attname INTO col FROM pg_partitioned_table p
+    JOIN pg_attribute a ON a.attrelid = p.partrelid AND a.attnum = p.partattrs[0]
+    WHERE p.partrelid = table_name;
+    SELECT array_agg(b.partition ORDER BY b.from_value NULLS FIRST), array_agg(b.from_value ORDER BY b.from_value NULLS FIRST),
+           array_agg(b.to_value ORDER BY b.from_value NULLS FIRST), array_agg(b.detach_pending ORDER BY b.from_value NULLS FIRST)
+    INTO p_part, p_from, p_to, p_pending
+    FROM @extschema@.sno_time_partition_bounds(table_name) b WHERE NOT b.is_default;
+    n := coalesce(cardinality(p_part), 0);
+    SELECT b.partition INTO default_part FROM @extschema@.sno_time_partition_bounds(table_name) b WHERE b.is_default;
 
     -- The first period: from the earliest partition with both bounds, stepping by the interval
     -- towards start_from; else start_from truncated by the interval's size.
-    SELECT from_time INTO pivot FROM @extschema@.sno_time_partitions
-    WHERE parent_table = table_name AND from_value IS NOT NULL AND to_value IS NOT NULL
-    ORDER BY from_value LIMIT 1;
+    FOR k IN 1 .. n LOOP
+        IF p_from[k] IS NOT NULL AND p_to[k] IS NOT NULL THEN
+            pivot := @extschema@.sno_time(p_from[k]);
+            EXIT;
+        END IF;
+    END LOOP;
     IF pivot IS NULL THEN
         cur := date_trunc(CASE
             WHEN partition_interval < interval '1 hour' THEN 'minute'
@@ -304,20 +347,22 @@ BEGIN
         -- Citus goes forward to the first period starting at or after start_from; this covers
         -- the period holding start_from (one step back when start_from is inside one).
         WHILE cur + partition_interval <= start_from LOOP
+            IF cur + partition_interval <= cur OR steps >= 1000000 THEN
+                RAISE EXCEPTION '%: cannot step from % to % by %', fn, pivot, start_from, partition_interval
+                    USING ERRCODE = '22023',
+                          DETAIL = 'The interval does not move time forward here (mixed signs), or start_from is more than 1,000,000 intervals from the table''s earliest partition.';
+            END IF;
             cur := cur + partition_interval;
             steps := steps + 1;
-            IF steps > 1000000 THEN
-                RAISE EXCEPTION '%: start_from % is more than 1,000,000 intervals of % from the table''s earliest partition (from %)',
-                    fn, start_from, partition_interval, pivot USING ERRCODE = '54000';
-            END IF;
         END LOOP;
         WHILE cur > start_from LOOP
+            IF cur - partition_interval >= cur OR steps >= 1000000 THEN
+                RAISE EXCEPTION '%: cannot step from % to % by %', fn, pivot, start_from, partition_interval
+                    USING ERRCODE = '22023',
+                          DETAIL = 'The interval does not move time forward here (mixed signs), or start_from is more than 1,000,000 intervals from the table''s earliest partition.';
+            END IF;
             cur := cur - partition_interval;
             steps := steps + 1;
-            IF steps > 1000000 THEN
-                RAISE EXCEPTION '%: start_from % is more than 1,000,000 intervals of % from the table''s earliest partition (from %)',
-                    fn, start_from, partition_interval, pivot USING ERRCODE = '54000';
-            END IF;
         END LOOP;
     END IF;
 
@@ -330,60 +375,83 @@ BEGIN
             || CASE WHEN partition_interval < interval '1 day' THEN '_HH24MI' ELSE '' END
             || CASE WHEN partition_interval < interval '1 minute' THEN 'SS' ELSE '' END END;
 
-    -- The plan: every period up to end_at that no partition has exactly; a partition that
-    -- overlaps a period without being it is an error (nothing is created).
+    -- The plan: every period up to end_at that no partition has exactly, the periods and the
+    -- partitions walked together in order; a partition that overlaps a period without being
+    -- it is an error (nothing is created).
     WHILE cur < end_at LOOP
         nxt := cur + partition_interval;
+        IF nxt <= cur THEN
+            RAISE EXCEPTION '%: partition_interval % does not move time forward from %', fn, partition_interval, cur
+                USING ERRCODE = '22023', HINT = 'Give an interval whose fields are not of mixed signs.';
+        END IF;
         lo := @extschema@.sno_min(cur);
         hi := @extschema@.sno_min(nxt);
-        IF NOT EXISTS (SELECT FROM @extschema@.sno_time_partitions
-                       WHERE parent_table = table_name AND from_value OPERATOR(@extschema@.=) lo
-                         AND to_value OPERATOR(@extschema@.=) hi) THEN
-            SELECT partition, from_time, to_time, from_value, to_value INTO clash
-            FROM @extschema@.sno_time_partitions
-            WHERE parent_table = table_name AND NOT is_default
-              AND (from_value IS NULL OR from_value OPERATOR(@extschema@.<) hi)
-              AND (to_value IS NULL OR to_value OPERATOR(@extschema@.>) lo)
-            ORDER BY from_value NULLS FIRST LIMIT 1;
-            IF FOUND THEN
-                RAISE EXCEPTION '%: partition % (from % to %) overlaps the period from % to % without being it',
-                    fn, clash.partition, coalesce(clash.from_time::text, 'MINVALUE'), coalesce(clash.to_time::text, 'MAXVALUE'), cur, nxt
-                    USING ERRCODE = '42P17',
-                          DETAIL = format('Periods of %s are counted from %s, in time zone %s.', partition_interval,
-                              coalesce('the table''s earliest partition (from ' || pivot || ')', 'start_from truncated'),
-                              current_setting('TimeZone')),
-                          HINT = CASE WHEN clash.from_time IS NOT NULL AND clash.to_time IS NOT NULL
-                              THEN format('Give the interval the table''s partitions were made with: partition_interval => %L.',
-                                          age(clash.to_time, clash.from_time))
-                              ELSE format('Detach or drop partition %s first, or end the periods before it.', clash.partition) END;
+        WHILE j <= n AND p_to[j] IS NOT NULL AND p_to[j] OPERATOR(@extschema@.<=) lo LOOP
+            j := j + 1;
+        END LOOP;
+        IF j <= n AND (p_from[j] IS NULL OR p_from[j] OPERATOR(@extschema@.<) hi) THEN
+            IF p_from[j] OPERATOR(@extschema@.=) lo AND p_to[j] OPERATOR(@extschema@.=) hi AND NOT p_pending[j] THEN
+                cur := nxt;
+                CONTINUE;
             END IF;
-            -- table_pSUFFIX, the table's name shortened to fit max_identifier_length bytes; a
-            -- name another relation already has (another role's table in a schema it may create
-            -- in) gets _1, _2, ... rather than failing the call.
-            suffix := to_char(cur, name_format);
-            taken := 0;
-            LOOP
-                tag := '_p' || suffix || CASE WHEN taken > 0 THEN '_' || taken ELSE '' END;
-                part_name := parent.relname;
-                WHILE octet_length(part_name || tag) > max_len LOOP
-                    part_name := left(part_name, -1);
+            IF p_pending[j] THEN
+                hint := format('Finish its detach first: ALTER TABLE %I.%I DETACH PARTITION %s FINALIZE;',
+                               parent.schema_name, parent.relname, p_part[j]);
+            ELSIF p_from[j] IS NULL THEN
+                -- the first period of these that starts at or after its end
+                resume := cur;
+                WHILE resume < @extschema@.sno_time(p_to[j]) AND steps < 1000000 LOOP
+                    resume := resume + partition_interval;
+                    steps := steps + 1;
                 END LOOP;
-                part_name := part_name || tag;
-                EXIT WHEN to_regclass(format('%I.%I', parent.schema_name, part_name)) IS NULL
-                      AND NOT part_name = ANY (plan_name);
-                taken := taken + 1;
-            END LOOP;
-            plan_from := plan_from || cur;
-            plan_to := plan_to || nxt;
-            plan_name := plan_name || part_name;
+                hint := format('Start the periods after it: start_from => %L.', resume);
+            ELSIF p_to[j] IS NULL THEN
+                hint := format('End the periods before it: end_at => %L.', cur);
+            ELSE
+                SELECT mode() WITHIN GROUP (ORDER BY age(@extschema@.sno_time(t), @extschema@.sno_time(f))) INTO usual
+                FROM unnest(p_from, p_to) AS u(f, t) WHERE f IS NOT NULL AND t IS NOT NULL;
+                IF usual IS DISTINCT FROM partition_interval THEN
+                    hint := format('Give the interval the table''s partitions were made with: partition_interval => %L.', usual);
+                ELSE
+                    hint := format('Call it in the time zone the table''s partitions were made in; or, if partition %s is one of its own, detach it: ALTER TABLE %I.%I DETACH PARTITION %s;',
+                                   p_part[j], parent.schema_name, parent.relname, p_part[j]);
+                END IF;
+            END IF;
+            RAISE EXCEPTION '%: partition % (from % to %) overlaps the period from % to % without being it',
+                fn, p_part[j], coalesce(@extschema@.sno_time(p_from[j])::text, 'MINVALUE'),
+                coalesce(@extschema@.sno_time(p_to[j])::text, 'MAXVALUE'), cur, nxt
+                USING ERRCODE = '42P17',
+                      DETAIL = format('Periods of %s are counted from %s, in time zone %s.', partition_interval,
+                          coalesce('the table''s earliest partition (from ' || pivot || ')', 'start_from truncated'),
+                          current_setting('TimeZone')),
+                      HINT = hint;
         END IF;
-        cur := nxt;
-        steps := steps + 1;
+        -- table_pSUFFIX, the table's name shortened to fit max_identifier_length bytes; a name
+        -- another relation or type already has (another role's, in a schema it may create in)
+        -- gets _1, _2, ... rather than failing the call.
+        suffix := to_char(cur, name_format);
+        taken := 0;
+        LOOP
+            tag := '_p' || suffix || CASE WHEN taken > 0 THEN '_' || taken ELSE '' END;
+            part_name := parent.relname;
+            WHILE octet_length(part_name || tag) > max_len LOOP
+                part_name := left(part_name, -1);
+            END LOOP;
+            part_name := part_name || tag;
+            EXIT WHEN to_regclass(format('%I.%I', parent.schema_name, part_name)) IS NULL
+                  AND to_regtype(format('%I.%I', parent.schema_name, part_name)) IS NULL
+                  AND NOT part_name = ANY (plan_name);
+            taken := taken + 1;
+        END LOOP;
+        plan_from := plan_from || cur;
+        plan_to := plan_to || nxt;
+        plan_name := plan_name || part_name;
         IF cardinality(plan_name) > 10000 THEN
             RAISE EXCEPTION '%: more than 10,000 partitions of % up to %', fn, partition_interval, end_at
                 USING ERRCODE = '54000',
                       HINT = 'Give a larger partition_interval or an earlier end_at.';
         END IF;
+        cur := nxt;
     END LOOP;
     IF cardinality(plan_name) = 0 THEN
         PERFORM set_config('lock_timeout', saved_timeout, true);
@@ -393,20 +461,38 @@ BEGIN
     SELECT CASE WHEN c.reltablespace <> 0 THEN format(' TABLESPACE %I', t.spcname) ELSE '' END
     INTO tablespace_clause
     FROM pg_class c LEFT JOIN pg_tablespace t ON t.oid = c.reltablespace WHERE c.oid = table_name;
-    SELECT string_agg(format('%I', attname), ', ' ORDER BY attnum) INTO cols
-    FROM pg_attribute WHERE attrelid = table_name AND attnum > 0 AND NOT attisdropped AND attgenerated = '';
 
     -- All of it in one attempt (a subtransaction): each new table created on its own, then
     -- attached (ATTACH PARTITION takes SHARE UPDATE EXCLUSIVE on the table, where CREATE TABLE
-    -- ... PARTITION OF takes ACCESS EXCLUSIVE); with a default partition, that one is locked
-    -- (ACCESS EXCLUSIVE) and its rows of each new period moved into the new partition first. A
-    -- lock not had within lock_timeout undoes the attempt and releases everything before the
-    -- next one.
+    -- ... PARTITION OF takes ACCESS EXCLUSIVE). With a default partition, the table is locked
+    -- ACCESS EXCLUSIVE first, so that no insert is routed by the partitions of before, and a
+    -- default partition holding rows of a new period is an error (moving rows would fire the
+    -- table's foreign-key actions and triggers, and a logical subscriber would see them
+    -- deleted). A lock not had within lock_timeout undoes the attempt and releases everything
+    -- before the next one.
     attempt := 0;
     LOOP
         BEGIN
             IF default_part IS NOT NULL THEN
+                EXECUTE format('LOCK TABLE ONLY %I.%I IN ACCESS EXCLUSIVE MODE', parent.schema_name, parent.relname);
                 EXECUTE format('LOCK TABLE %s IN ACCESS EXCLUSIVE MODE', default_part);
+                EXECUTE format('SELECT count(*), @extschema@.max(%1$I) FROM %2$s WHERE %1$I OPERATOR(@extschema@.>=) $1 AND %1$I OPERATOR(@extschema@.<) $2',
+                               col, default_part)
+                    INTO in_default, last_row USING @extschema@.sno_min(plan_from[1]), @extschema@.sno_min(plan_to[cardinality(plan_to)]);
+                IF in_default > 0 THEN
+                    resume := plan_to[1];
+                    FOR k IN 1 .. cardinality(plan_to) LOOP
+                        IF @extschema@.sno_min(plan_from[k]) OPERATOR(@extschema@.<=) last_row THEN
+                            resume := plan_to[k];
+                        END IF;
+                    END LOOP;
+                    RAISE EXCEPTION '%: the default partition % holds % rows of the periods to make, the last in the period ending %',
+                        fn, default_part, in_default, resume
+                        USING ERRCODE = '55000',
+                              DETAIL = 'Attaching a partition for them would need them moved out of the default partition, which this function does not do: a move deletes rows from the table (firing its foreign-key actions and triggers, and sent as deletions to logical subscribers).',
+                              HINT = format('Make the partitions of the periods after them: call it with start_from => %L, end_at => %L. To give those rows partitions of their own, move them as "A default partition" in doc/time-partitions.md says.',
+                                            resume, greatest(end_at, resume + partition_interval));
+                END IF;
             END IF;
             FOR k IN 1 .. cardinality(plan_name) LOOP
                 lo := @extschema@.sno_min(plan_from[k]);
@@ -416,17 +502,6 @@ BEGIN
                 IF parent.owner::oid <> (SELECT oid FROM pg_roles WHERE rolname = current_user) THEN
                     EXECUTE format('ALTER TABLE %I.%I OWNER TO %s', parent.schema_name, plan_name[k], parent.owner);
                 END IF;
-                IF default_part IS NOT NULL THEN
-                    EXECUTE format('WITH moved AS (DELETE FROM %s WHERE %I OPERATOR(@extschema@.>=) $1 AND %I OPERATOR(@extschema@.<) $2 RETURNING %s) '
-                                   'INSERT INTO %I.%I (%s) SELECT %s FROM moved',
-                        default_part, col, col, cols, parent.schema_name, plan_name[k], cols, cols)
-                        USING lo, hi;
-                    GET DIAGNOSTICS moved = ROW_COUNT;
-                    IF moved > 0 THEN
-                        RAISE NOTICE '%: moved % rows of % from the default partition % into %',
-                            fn, moved, to_char(plan_from[k], name_format), default_part, plan_name[k];
-                    END IF;
-                END IF;
                 EXECUTE format('ALTER TABLE %I.%I ATTACH PARTITION %I.%I FOR VALUES FROM (%L) TO (%L)',
                     parent.schema_name, parent.relname, parent.schema_name, plan_name[k], lo::text, hi::text);
             END LOOP;
@@ -434,12 +509,12 @@ BEGIN
         EXCEPTION WHEN lock_not_available THEN
             attempt := attempt + 1;
             IF attempt >= 5 THEN
-                holders := @extschema@.sno_time_partition_lock_holders(ARRAY[default_part]);
                 PERFORM set_config('lock_timeout', saved_timeout, true);
-                RAISE EXCEPTION '%: could not lock the default partition % after % tries of lock_timeout %', fn, default_part, attempt,
-                    @extschema@.sno_time_partition_lock_timeout()
+                RAISE EXCEPTION '%: could not lock table % and its default partition % after % tries of lock_timeout %',
+                    fn, table_name, default_part, attempt, @extschema@.sno_time_partition_lock_timeout()
                     USING ERRCODE = '55P03',
-                          DETAIL = format('Sessions holding locks on it: %s.', coalesce(array_to_string(holders, ', '), 'none left')),
+                          DETAIL = format('Sessions holding locks on them: %s.', coalesce(array_to_string(
+                              @extschema@.sno_time_partition_lock_holders(ARRAY[table_name, default_part]), ', '), 'none left')),
                           HINT = 'Call it again when those sessions have ended their transactions.';
             END IF;
             PERFORM pg_sleep(0.1 * 2 ^ attempt);
@@ -455,8 +530,9 @@ COMMENT ON FUNCTION @extschema@.sno_create_time_partitions(regclass, interval, t
 -- Drops every partition whose rows are all older than older_than (upper bound at or below
 -- sno_min(older_than)), the default partition never. Dropping a partition takes ACCESS
 -- EXCLUSIVE on the table (DETACH ... CONCURRENTLY cannot run in a procedure): one attempt locks
--- the table, then the partitions, each within lock_timeout, and drops them; a lock not had
--- undoes the attempt, releases everything, waits and tries again (5 tries).
+-- the table (ONLY: not its partitions), then each old partition, each within lock_timeout,
+-- detaches them (which checks that no row of another table refers to theirs) and drops them; a
+-- lock not had undoes the attempt, releases everything, waits and tries again (5 tries).
 CREATE PROCEDURE @extschema@.sno_drop_old_time_partitions(table_name regclass, older_than timestamptz)
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -467,7 +543,6 @@ DECLARE
     r record;
     olds regclass[];
     attempt int := 0;
-    holders int[];
     saved_timeout text := current_setting('lock_timeout');
 BEGIN
     IF older_than IS NULL THEN
@@ -477,32 +552,33 @@ BEGIN
     PERFORM set_config('lock_timeout', @extschema@.sno_time_partition_lock_timeout(), true);
     LOOP
         BEGIN
-            EXECUTE format('LOCK TABLE %I.%I IN ACCESS EXCLUSIVE MODE', parent.schema_name, parent.relname);
+            EXECUTE format('LOCK TABLE ONLY %I.%I IN ACCESS EXCLUSIVE MODE', parent.schema_name, parent.relname);
             olds := '{}';
-            FOR r IN SELECT partition, from_time, to_time FROM @extschema@.sno_time_partitions
-                     WHERE parent_table = table_name AND NOT is_default AND to_value IS NOT NULL
-                       AND to_value OPERATOR(@extschema@.<=) @extschema@.sno_lower_bound(older_than)
-                     ORDER BY to_value
+            FOR r IN SELECT b.partition, b.from_value, b.to_value FROM @extschema@.sno_time_partition_bounds(table_name) b
+                     WHERE NOT b.is_default AND b.to_value IS NOT NULL
+                       AND b.to_value OPERATOR(@extschema@.<=) @extschema@.sno_lower_bound(older_than)
+                     ORDER BY b.to_value
             LOOP
                 EXECUTE format('LOCK TABLE %s IN ACCESS EXCLUSIVE MODE', r.partition);
                 olds := olds || r.partition;
                 RAISE NOTICE '%: dropping % (from % to %)', fn, r.partition,
-                    coalesce(r.from_time::text, 'MINVALUE'), r.to_time;
+                    coalesce(@extschema@.sno_time(r.from_value)::text, 'MINVALUE'), @extschema@.sno_time(r.to_value);
             END LOOP;
             FOR k IN 1 .. cardinality(olds) LOOP
+                EXECUTE format('ALTER TABLE %I.%I DETACH PARTITION %s', parent.schema_name, parent.relname, olds[k]);
                 EXECUTE format('DROP TABLE %s', olds[k]);
             END LOOP;
             EXIT;
         EXCEPTION WHEN lock_not_available THEN
             attempt := attempt + 1;
             IF attempt >= 5 THEN
-                holders := @extschema@.sno_time_partition_lock_holders(table_name || ARRAY(
-                    SELECT partition FROM @extschema@.sno_time_partitions WHERE parent_table = table_name));
                 PERFORM set_config('lock_timeout', saved_timeout, true);
                 RAISE EXCEPTION '%: could not lock table % and its old partitions after % tries of lock_timeout %', fn, table_name,
                     attempt, @extschema@.sno_time_partition_lock_timeout()
                     USING ERRCODE = '55P03',
-                          DETAIL = format('Sessions holding locks on them: %s.', coalesce(array_to_string(holders, ', '), 'none left')),
+                          DETAIL = format('Sessions holding locks on them: %s.', coalesce(array_to_string(
+                              @extschema@.sno_time_partition_lock_holders(table_name || ARRAY(
+                                  SELECT b.partition FROM @extschema@.sno_time_partition_bounds(table_name) b)), ', '), 'none left')),
                           HINT = 'Call it again when those sessions have ended their transactions.';
             END IF;
             PERFORM pg_sleep(0.1 * 2 ^ attempt);

@@ -140,13 +140,24 @@ CALL sno_drop_old_time_partitions('ev', '2026-03-03+00');
 SELECT sno_create_time_partitions('ev', '1 day', '2026-03-04+00', '2026-03-02 15:00+00') AS created;
 SELECT partition, from_time FROM sno_time_partitions WHERE parent_table = 'ev'::regclass ORDER BY from_value;
 
--- 3. A default partition: rows of a new period move out of it into the new partition.
+-- 3. A default partition holding rows of periods to make: nothing made, a clear error; its
+-- HINT (the periods after them) followed; then the rows moved as the manual says, in one
+-- transaction holding the table.
 CREATE TABLE ev_default PARTITION OF ev DEFAULT;
 INSERT INTO ev (id, v, note)
 SELECT sno_generate_at(1, timestamptz '2026-03-07 00:00:00+00' + g * interval '1 hour'), g, 'in default'
 FROM generate_series(0, 47) g;
 SELECT tableoid::regclass AS partition, count(*) FROM ev WHERE note = 'in default' GROUP BY 1 ORDER BY 1;
-SELECT sno_create_time_partitions('ev', '1 day', '2026-03-09+00', '2026-03-02+00') AS created;
+SELECT pg_temp.err($$SELECT sno_create_time_partitions('ev', '1 day', '2026-03-10+00', '2026-03-02+00')$$);
+SELECT count(*) AS partitions FROM sno_time_partitions WHERE parent_table = 'ev'::regclass AND NOT is_default;
+SELECT sno_create_time_partitions('ev', '1 day', start_from => '2026-03-09 00:00:00+00', end_at => '2026-03-10 00:00:00+00') AS created_after;
+BEGIN;
+LOCK TABLE ev IN ACCESS EXCLUSIVE MODE;
+CREATE TEMP TABLE moving ON COMMIT DROP AS SELECT * FROM ev_default WHERE sno_time(id) < '2026-03-09+00';
+DELETE FROM ev_default WHERE sno_time(id) < '2026-03-09+00';
+SELECT sno_create_time_partitions('ev', '1 day', '2026-03-09+00', '2026-03-02+00') AS created_for_them;
+INSERT INTO ev SELECT * FROM moving;
+COMMIT;
 SELECT tableoid::regclass AS partition, count(*) FROM ev WHERE note = 'in default' GROUP BY 1 ORDER BY 1;
 SELECT count(*) FILTER (WHERE NOT (sno_time(e.id) >= p.from_time AND sno_time(e.id) < p.to_time)) AS misplaced
 FROM ev e JOIN sno_time_partitions p ON p.partition = e.tableoid WHERE NOT p.is_default;
@@ -191,6 +202,46 @@ SELECT c, pg_temp.err(c) FROM unnest(ARRAY[
     $$SELECT sno_create_time_partitions('bytwo', '1 year', '2081-01-01+00', '2078-01-01+00')$$,
     $$CALL sno_drop_old_time_partitions('plain', '2026-03-09+00')$$,
     $$CALL sno_drop_old_time_partitions('mo', NULL)$$]) c;
+-- Misaligned partitions: made in another time zone (Berlin's midnight, across its change to
+-- summer time), a MINVALUE and a MAXVALUE partition, each HINT followed; an interval of mixed
+-- signs; a type with the name of a partition to come.
+CREATE TABLE tz (id sno PRIMARY KEY) PARTITION BY RANGE (id);
+SET timezone = 'Europe/Berlin';
+SELECT sno_create_time_partitions('tz', '1 day', '2026-03-31', '2026-03-27') AS created_in_berlin;
+SET timezone = 'UTC';
+SELECT pg_temp.err($$SELECT sno_create_time_partitions('tz', '1 day', '2026-04-02+00', '2026-03-27+00')$$);
+SET timezone = 'Europe/Berlin';
+SELECT sno_create_time_partitions('tz', '1 day', '2026-04-02', '2026-03-27') AS created_in_berlin_again;
+SET timezone = 'UTC';
+CREATE TABLE mv (id sno PRIMARY KEY) PARTITION BY RANGE (id);
+CREATE TABLE mv_old PARTITION OF mv FOR VALUES FROM (MINVALUE) TO (sno_min('2026-03-02 12:00+00'));
+SELECT pg_temp.err($$SELECT sno_create_time_partitions('mv', '1 day', '2026-03-05+00', '2026-03-01+00')$$);
+SELECT sno_create_time_partitions('mv', '1 day', '2026-03-05+00', start_from => '2026-03-03 00:00:00+00') AS created_after_minvalue;
+CREATE TABLE mv_new PARTITION OF mv FOR VALUES FROM (sno_min('2026-03-07 12:00+00')) TO (MAXVALUE);
+SELECT pg_temp.err($$SELECT sno_create_time_partitions('mv', '1 day', '2026-03-10+00', '2026-03-03+00')$$);
+SELECT sno_create_time_partitions('mv', '1 day', end_at => '2026-03-07 00:00:00+00', start_from => '2026-03-03+00') AS created_before_maxvalue;
+SELECT partition, from_time, to_time FROM sno_time_partitions WHERE parent_table = 'mv'::regclass ORDER BY from_value NULLS FIRST;
+CREATE TABLE ms (id sno PRIMARY KEY) PARTITION BY RANGE (id);
+SELECT pg_temp.err($$SELECT sno_create_time_partitions('ms', '1 mon -29 days', '2026-03-05+00', '2026-01-20+00')$$);
+CREATE DOMAIN ms_p2026_03_02 AS int;
+SELECT sno_create_time_partitions('ms', '1 day', '2026-03-03+00', '2026-03-01+00') AS created_beside_a_type;
+SELECT partition FROM sno_time_partitions WHERE parent_table = 'ms'::regclass ORDER BY from_value;
+DROP TABLE ms;
+DROP DOMAIN ms_p2026_03_02;
+-- A table another one refers to: the drop detaches first (PostgreSQL checks the references).
+CREATE TABLE fkp (id sno PRIMARY KEY) PARTITION BY RANGE (id);
+SELECT sno_create_time_partitions('fkp', '1 day', '2026-03-03+00', '2026-03-01+00') AS created;
+CREATE TABLE fkc (x sno REFERENCES fkp);
+INSERT INTO fkp VALUES (sno_from_parts('2026-03-02 06:00+00', 1, 7, 0, 0));
+INSERT INTO fkc VALUES (sno_from_parts('2026-03-02 06:00+00', 1, 7, 0, 0));
+CALL sno_drop_old_time_partitions('fkp', '2026-03-02+00');
+SELECT pg_temp.err($$CALL sno_drop_old_time_partitions('fkp', '2026-03-03+00')$$);
+SELECT count(*) AS fkp_partitions FROM sno_time_partitions WHERE parent_table = 'fkp'::regclass;
+DELETE FROM fkc;
+CALL sno_drop_old_time_partitions('fkp', '2026-03-03+00');
+SELECT count(*) AS fkp_partitions FROM sno_time_partitions WHERE parent_table = 'fkp'::regclass;
+DROP TABLE tz, mv, fkc, fkp;
+
 CREATE TABLE far (id sno PRIMARY KEY) PARTITION BY RANGE (id);
 SELECT pg_temp.err($$SELECT sno_create_time_partitions('far', '1 year', '2081-01-01+00', '2078-01-01+00')$$);
 SELECT pg_temp.err($$SELECT sno_create_time_partitions('far', '1 minute', '2027-03-09+00', '2026-03-02+00')$$);
@@ -257,6 +308,13 @@ INSERT INTO live SELECT FROM generate_series(1, 100);
 SELECT count(*) AS rows FROM live;
 CREATE TABLE live_max PARTITION OF live FOR VALUES FROM (sno_min(date_trunc('day', now()) + interval '3 days')) TO (MAXVALUE);
 SELECT covered_until FROM sno_time_partitioned_tables WHERE parent_table = 'live'::regclass;
+-- Neither a temporary table nor a partition partitioned in its turn is listed (a session's
+-- own work table, a month cut into days: not tables whose partitions a job keeps).
+CREATE TEMP TABLE live_tmp (id sno) PARTITION BY RANGE (id);
+CREATE TABLE sub (id sno) PARTITION BY RANGE (id);
+CREATE TABLE sub_2026_10 PARTITION OF sub FOR VALUES FROM (sno_min('2026-10-01+00')) TO (sno_min('2026-11-01+00')) PARTITION BY RANGE (id);
+SELECT parent_table FROM sno_time_partitioned_tables WHERE parent_table::text IN ('live_tmp', 'sub', 'sub_2026_10') ORDER BY 1;
+DROP TABLE live_tmp, sub;
 
 DROP TABLE ev, ev_copy, mo, dy, qw, wk, hr, tc, plain, byhash, bytime, bytwo, far, own, live;
 REVOKE CREATE ON SCHEMA public FROM sno_tp_owner;
