@@ -235,7 +235,8 @@ CREATE TABLE fkc (x sno REFERENCES fkp);
 INSERT INTO fkp VALUES (sno_from_parts('2026-03-02 06:00+00', 1, 7, 0, 0));
 INSERT INTO fkc VALUES (sno_from_parts('2026-03-02 06:00+00', 1, 7, 0, 0));
 CALL sno_drop_old_time_partitions('fkp', '2026-03-02+00');
-SELECT pg_temp.err($$CALL sno_drop_old_time_partitions('fkp', '2026-03-03+00')$$);
+SELECT regexp_replace(pg_temp.err($$CALL sno_drop_old_time_partitions('fkp', '2026-03-03+00')$$),
+                      'constraint "[^"]*"', 'constraint "(its name differs by major)"') AS err;
 SELECT count(*) AS fkp_partitions FROM sno_time_partitions WHERE parent_table = 'fkp'::regclass;
 DELETE FROM fkc;
 CALL sno_drop_old_time_partitions('fkp', '2026-03-03+00');
