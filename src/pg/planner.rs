@@ -432,15 +432,8 @@ unsafe fn implied_time(
         if (*v).varlevelsup != 0 || (*v).vartype != c.sno_type {
             continue;
         }
-        // Known only when the query runs (TimescaleDB handles constants itself); not one of
-        // the bounds this hook adds (no loop); evaluated once more without harm.
-        let at_execution = pg_sys::contain_mutable_functions(other)
-            || !pg_sys::pull_paramids(other.cast()).is_null();
-        if pg_sys::contain_var_clause(other)
-            || !usable(other)
-            || !at_execution
-            || bound_call(&c, other)
-        {
+        // Not one of the bounds this hook adds (no loop); evaluated once more without harm.
+        if pg_sys::contain_var_clause(other) || !usable(other) || bound_call(&c, other) {
             return;
         }
         let varno = (*v).varno;
@@ -460,6 +453,15 @@ unsafe fn implied_time(
             return;
         };
         if crate::pg::hypertable::sno_time_dimension((*rte).relid, schema) != Some((*v).varattno) {
+            return;
+        }
+        // Known only when the query runs (now(), a parameter): what folding constants makes a
+        // Const, TimescaleDB excludes chunks by itself.
+        let folded = pg_sys::eval_const_expressions(
+            null_mut(),
+            pg_sys::copyObjectImpl(other as *const c_void).cast(),
+        );
+        if tag(folded) == NodeTag::T_Const {
             return;
         }
         let cmp = if var_on_left {

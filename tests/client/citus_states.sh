@@ -220,8 +220,9 @@ check "an ID of now is routed to today's partition, events_p$(date -u +%Y_%m_%d)
     "$(node_sql co "SELECT count(*) FROM events_p$(date -u +%Y_%m_%d)")" 1
 node_sql co "INSERT INTO events (id, payload) VALUES (sno_from_parts(now() + interval '30 days', 4, 0, 1, 0), '{}')" >/dev/null 2>&1 &&
     bad "an ID outside every partition was accepted" || true
-D1="$(date -u -d '+1 day' +%F)"
-D2="$(date -u -d '+2 days' +%F)"
+# Bounds within one partition (the last the snippet made, 7 days ahead), so that each shard
+# query is one scan.
+D1="$(date -u -d '+7 days' +%F)"
 plan="$(node_sql co "SET citus.explain_all_tasks = on; EXPLAIN (COSTS OFF)
         SELECT count(*) FROM events WHERE sno_time(id) >= '$D1 00:00:00+00'")"
 check "each shard query holds the lower bound once" \
@@ -230,7 +231,7 @@ tasks="$(grep -cE '^ *->  Task$' <<<"$plan" || true)"
 ((tasks > 0)) || bad "no task in the plan: $plan"
 check "and holds it, in each of its $tasks tasks" "$(grep -cF "(id >= '" <<<"$plan" || true)" "$tasks"
 plan="$(node_sql co "SET citus.explain_all_tasks = on; EXPLAIN (COSTS OFF) SELECT count(*) FROM events
-        WHERE sno_time(id) BETWEEN '$D1 00:00:00+00' AND '$D2 00:00:00+00'")"
+        WHERE sno_time(id) BETWEEN '$D1 00:00:00+00' AND '$D1 12:00:00+00'")"
 check "BETWEEN: each shard query holds each bound once" \
     "$(grep -E 'Cond|Filter' <<<"$plan" | grep -cE "id >= .*id >= |id <= .*id <= " || true)" 0
 check "and holds both, in each task" "$(grep -cF "(id <= '" <<<"$plan" || true)" "$(grep -cE '^ *->  Task$' <<<"$plan" || true)"
@@ -285,15 +286,15 @@ for t in tpd tpl; do
 done
 out="$(node_try co "SELECT sno_create_time_partitions('tpd', '1 day', now() + interval '5 days', now() - interval '1 day')")"
 check "sno_create_time_partitions refuses a Citus table" "$(msg_field ERROR "$out")" \
-    "sno_create_time_partitions: table tpd is a Citus table"
+    "sno_create_time_partitions: table public.tpd is a Citus table"
 check "with the HINT to use Citus's function" "$(msg_field HINT "$out")" \
     "Use Citus's create_time_partitions with the same arguments: it takes sno columns through sno's casts."
-check "the HINT followed: create_time_partitions with the same arguments makes today+4's partition" \
+check "the HINT followed: create_time_partitions with the same arguments makes the partitions of today+4 and today+5" \
     "$(tp_sql -c "SELECT create_time_partitions('tpd', '1 day', now() + interval '5 days', now() - interval '1 day')" \
-        -c "SELECT count(*) FROM time_partitions WHERE parent_table = 'tpd'::regclass")" "$(printf 't\n6')"
+        -c "SELECT count(*) FROM time_partitions WHERE parent_table = 'tpd'::regclass")" "$(printf 't\n7')"
 out="$(node_try co "CALL alter_old_partitions_set_access_method('tpd', now(), 'columnar')")"
-check "alter_old_partitions_set_access_method fails on a sno key, as the manual says" "$(msg_field ERROR "$out")" \
-    "invalid input syntax for type timestamp with time zone: \"$(tp_sql -c "SELECT to_value FROM time_partitions WHERE parent_table = 'tpd'::regclass ORDER BY from_value LIMIT 1")\""
+check "alter_old_partitions_set_access_method refuses a sno key, as the manual says" "$(msg_field ERROR "$out")" \
+    "partition column of tpd cannot be cast to a timestamptz"
 
 # --- 7. one database decides the group; a lost state file on a Citus node -----------------------
 

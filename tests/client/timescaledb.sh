@@ -18,8 +18,10 @@
 #     now() - interval); id BETWEEN sno_min(a) AND sno_max(b) (constants and now()); id =
 #     constant; generic plans of id = $1 and sno_time(id) >= $1; and the derived clause
 #     sno_time(id) >= sno_time(X) (= for =) written by hand next to id > X, id BETWEEN and
-#     id = $1 (what sno's planner hook could add on hypertables). Estimated against actual
-#     rows printed for some of them (not compared).
+#     id = $1. sno's planner hook adds that clause itself on a hypertable when X is known only
+#     at execution (now(), a generic plan's parameter): those shapes exclude chunks at startup
+#     too; with constants it adds none. Estimated against actual rows printed for some of
+#     them (not compared).
 #  3. TimescaleDB 2.28.3 answers id >= X and id < X wrongly when X's 4 ms unit begins a chunk
 #     and X is not the smallest ID of that unit (it applies sno_time to X and keeps the strict
 #     or non-strict operator: the chunk starting there is excluded for <, its rows all
