@@ -326,7 +326,7 @@ node_sql p "CREATE TABLE tp_ok (id sno PRIMARY KEY DEFAULT sno_generate(1)) PART
     "CREATE TABLE tp_short (id sno PRIMARY KEY DEFAULT sno_generate(1)) PARTITION BY RANGE (id)" \
     "SET timezone = 'UTC'" \
     "SELECT sno_create_time_partitions('tp_ok', '1 day', now() + interval '3 days')" \
-    "SELECT sno_create_time_partitions('tp_short', '1 day', now())" >/dev/null
+    "SELECT sno_create_time_partitions('tp_short', '1 day', date_trunc('day', now()) + interval '1 day')" >/dev/null
 exporter_start p p "$MON/queries.yaml"
 gen p 10
 scrape p
