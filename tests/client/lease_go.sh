@@ -16,6 +16,9 @@
 #    zero duplicates, as many rows as IDs reported, renewals (a lease far longer than its
 #    ttl), refusals during the outage, new leases and new IDs after it, no two of these
 #    leases overlapping (partition, slice and window), and all of them released at the end.
+#  - lease_test.go (go test): New inside a hand-made window (8 goroutines, 8 numbers a unit),
+#    refused after it and after Close, waiting when the window starts 0.3 s ahead, refused
+#    after about a second when it starts 3 s ahead (libfaketime does not reach Go's clock).
 #  - doc/services.md's ```go block is lease.go, byte for byte (skipped while the page does
 #    not exist).
 #
@@ -88,6 +91,12 @@ if ! (cd "$src" && /usr/lib/go/bin/go build -o "$out/sno-lease-go" . && /usr/lib
     die "go build of tests/leases/go"
 fi
 check "go build and vet of tests/leases/go with the real muyo/sno (Debian's Go $(/usr/lib/go/bin/go env GOVERSION), GOPATH mode)" ok ok
+if (cd "$src" && /usr/lib/go/bin/go test -count=1 .) >"$work/test.log" 2>&1; then
+    check "go test tests/leases/go (lease_test.go: the window check without a server)" ok ok
+else
+    cat "$work/test.log"
+    bad "go test tests/leases/go"
+fi
 unformatted="$(/usr/lib/go/bin/gofmt -l "$src")"
 check "gofmt -l tests/leases/go" "$unformatted" ""
 
