@@ -11,11 +11,14 @@
 //! - [`reserved`]: the reserved partitions (61440 up), granted by the lineage's allocator, and
 //!   the cursor of `sno_generate_at`, which stamps any unit of a grant without repeating one;
 //! - [`forecast`]: what the next `sno_generate` would do, told without doing it (the views);
+//! - [`lease`]: partition leases for generators outside the database: which (partition, slice,
+//!   window) the registry grants, renews and refuses, so that no two leases can stamp one ID;
 //! - [`lineage`]: which partitions a data directory and the servers it shares history with
 //!   (standbys, copies, upgrades) have used, and what a server may do about them.
 
 pub mod citus;
 pub mod forecast;
+pub mod lease;
 pub mod lineage;
 pub mod lost;
 pub mod reserved;

@@ -129,6 +129,39 @@ pub enum Problem<'a> {
     ReservedGrantDenied,
     /// `sno_reserved_grant()` on a server that is not a Citus coordinator.
     ReservedGrantNotCoordinator,
+    // --- Partition leases ----------------------------------------------------------------
+    /// A lease function on a standby.
+    LeaseInRecovery,
+    /// A lease function inside `BEGIN ... COMMIT`.
+    LeaseInTransactionBlock,
+    /// A NULL argument (its name).
+    LeaseNull(&'a str),
+    /// A TTL under 1 s or over `sno.lease_max_ttl`.
+    LeaseBadTtl {
+        ttl: &'a str,
+        too_long: bool,
+        max_s: i32,
+    },
+    /// A slice size that is not a power of two in 8..65536.
+    LeaseBadSequences(i32),
+    /// A copy that may run beside its original grants no lease.
+    LeaseOnCopy,
+    /// Leases on a Citus worker: the coordinator grants them.
+    LeaseOnCitusWorker,
+    /// This database's lease pool was restored from another server.
+    LeasesRestored { max_ttl_s: i32 },
+    /// The role holds as many active leases as `sno.lease_limit` allows.
+    LeaseLimit { role: &'a str, limit: i32 },
+    /// No lease of that number with that token.
+    LeaseToken(i64),
+    /// The renewal is refused: the holder must stop with it and acquire a new one.
+    LeaseNotRenewed {
+        lease: i64,
+        why: crate::generator::lease::RenewRefusal,
+        expires_at: &'a str,
+    },
+    /// `sno_lease_take_over()` by a non-superuser.
+    LeaseTakeOverNotSuperuser,
     /// `sno.sequence_min` / `sno.sequence_max` do not make a usable slice (at server start).
     BadSlice { min: i32, max: i32, why: SliceError },
 
@@ -426,6 +459,92 @@ impl Problem<'_> {
                 "sno_reserved_grant() runs only on a Citus coordinator",
             )
             .detail("A Citus worker's sno_generate_at calls it on its coordinator; elsewhere sno_generate_at grants from this server."),
+
+            Problem::LeaseInRecovery => Report::new(
+                Code::ERRCODE_READ_ONLY_SQL_TRANSACTION,
+                "sno partition leases are granted, renewed and released only on a primary",
+            )
+            .detail("This server is in recovery (a standby): the registry's primary records leases.")
+            .hint("Connect to the primary server and call it there."),
+            Problem::LeaseInTransactionBlock => Report::new(
+                Code::ERRCODE_ACTIVE_SQL_TRANSACTION,
+                "sno partition leases cannot be acquired, renewed or released inside a transaction block",
+            )
+            .detail("A lease is handed out when its statement commits; inside BEGIN ... COMMIT a later rollback would take back a lease its holder already uses.")
+            .hint("Call it as a statement of its own, outside BEGIN ... COMMIT (in autocommit mode)."),
+            Problem::LeaseNull(arg) => Report::new(
+                Code::ERRCODE_NULL_VALUE_NOT_ALLOWED,
+                format!("{arg} must not be NULL"),
+            ),
+            Problem::LeaseBadTtl { ttl, too_long, max_s } => {
+                let r = Report::new(
+                    Code::ERRCODE_INVALID_PARAMETER_VALUE,
+                    format!("lease TTL {ttl} is out of range"),
+                )
+                .detail(format!("A lease's TTL is at least 1 s and at most sno.lease_max_ttl, {max_s} s for this role."));
+                if *too_long {
+                    r.hint(format!("Ask for ttl => '{max_s} s' or less (renewals extend a lease), or have a superuser raise the role's maximum: ALTER ROLE name SET sno.lease_max_ttl = '...';"))
+                } else {
+                    r.hint("Ask for ttl => '1 s' or more; '1 min' suits most services.")
+                }
+            }
+            Problem::LeaseBadSequences(n) => Report::new(
+                Code::ERRCODE_INVALID_PARAMETER_VALUE,
+                format!("a lease of {n} sequence numbers is not possible"),
+            )
+            .detail("A lease's sequence slice is a power of two from 8 to 65536 numbers (muyo/sno's generator needs at least 6); the holder makes at most that many IDs per 4 ms per meta byte.")
+            .hint(format!("Ask for sequences => {}.", ((*n).clamp(8, 65536) as u32).next_power_of_two())),
+            Problem::LeaseOnCopy => Report::new(
+                Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+                "this server is a copy of another and grants no sno partition lease",
+            )
+            .detail("The server this one was copied from may grant the same slices, so a copy running beside it grants none until it is promoted or replaces its original.")
+            .hint("Acquire leases from the server this one was copied from. If this server replaces it, and that server and its standbys will never grant leases again, run SELECT sno_generator_initialize(take_over => true); as a superuser."),
+            Problem::LeaseOnCitusWorker => Report::new(
+                Code::ERRCODE_FEATURE_NOT_SUPPORTED,
+                "sno partition leases are granted by the Citus coordinator",
+            )
+            .detail("On a Citus cluster the coordinator grants every lease, so that no two nodes hand out one slice.")
+            .hint("Connect to the coordinator and call it there."),
+            Problem::LeasesRestored { max_ttl_s } => Report::new(
+                Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+                "this database's sno lease pool was restored from another server",
+            )
+            .detail("The server it was dumped from may still grant leases, and may have granted partitions after the dump that this server cannot know of, so this database grants none until a superuser says that server is gone.")
+            .hint(format!("Acquire leases from the server the dump came from. If that server will never grant leases again (stopped, or sno dropped there) and sno.lease_max_ttl ({max_s} s) has passed since, run SELECT sno_lease_take_over(); as a superuser in this database.", max_s = max_ttl_s)),
+            Problem::LeaseLimit { role, limit } => Report::new(
+                Code::ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
+                format!("role {} holds its limit of {limit} active sno partition leases", quoted(role.as_bytes())),
+            )
+            .detail("A lease counts until it is released or ends (sno_leases shows them); the limit is per role and per database.")
+            .hint(format!("Release the leases the role no longer uses (SELECT sno_lease_release(lease => ..., token => ...);), or have a superuser raise its limit: ALTER ROLE {} SET sno.lease_limit = {};", quote_ident(role), (*limit).max(0).saturating_mul(2).clamp(1, 65536))),
+            Problem::LeaseToken(lease) => Report::new(
+                Code::ERRCODE_INSUFFICIENT_PRIVILEGE,
+                format!("no sno partition lease {lease} with this token"),
+            )
+            .detail("Renewing or releasing a lease takes the token sno_lease_acquire returned with it.")
+            .hint("Stop making IDs with that lease by its expires_at at the latest, and acquire a new one: SELECT * FROM sno_lease_acquire(holder => ..., ttl => ...);"),
+            Problem::LeaseNotRenewed { lease, why, expires_at } => {
+                use crate::generator::lease::RenewRefusal;
+                Report::new(
+                    Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+                    format!("sno partition lease {lease} cannot be renewed: {}", match why {
+                        RenewRefusal::Released => "it was released",
+                        RenewRefusal::Expired => "it has ended",
+                        RenewRefusal::HandedOn => "its slice was granted again after its end",
+                        RenewRefusal::NotOurs => "it was granted before a failover, copy or restore of this server",
+                    }),
+                )
+                .detail(format!("Its window ends at {expires_at}: its holder makes no ID with it from then on. {}", match why {
+                    RenewRefusal::NotOurs => "A promoted standby never extends what its old primary granted, since the old primary may have granted more than it ever sent.",
+                    _ => "A lease is renewed only before it ends, and only while no later lease shares its slice.",
+                }))
+                .hint("Acquire a new lease (SELECT * FROM sno_lease_acquire(holder => ..., ttl => ...);) and make IDs with it instead.")
+            }
+            Problem::LeaseTakeOverNotSuperuser => Report::new(
+                Code::ERRCODE_INSUFFICIENT_PRIVILEGE,
+                "only superusers can run sno_lease_take_over",
+            ),
 
             Problem::ClockOutOfRange => Report::new(
                 Code::ERRCODE_DATETIME_FIELD_OVERFLOW,

@@ -33,6 +33,24 @@ pub fn reserved_limit() -> i32 {
     RESERVED_LIMIT.get()
 }
 
+/// `sno.lease_max_ttl`: the longest TTL a partition lease may be acquired or renewed for (s).
+/// Superuser-settable (per role: `ALTER ROLE ... SET`).
+static LEASE_MAX_TTL_S: GucSetting<i32> = GucSetting::<i32>::new(600);
+
+/// `sno.lease_max_ttl`, in seconds.
+pub fn lease_max_ttl_s() -> i32 {
+    LEASE_MAX_TTL_S.get()
+}
+
+/// `sno.lease_limit`: how many active (not released, not ended) partition leases a role may hold
+/// in one database. Superuser-settable (per role: `ALTER ROLE ... SET`).
+static LEASE_LIMIT: GucSetting<i32> = GucSetting::<i32>::new(64);
+
+/// `sno.lease_limit`.
+pub fn lease_limit() -> i32 {
+    LEASE_LIMIT.get()
+}
+
 /// `sno.sequence_min` / `sno.sequence_max`: the slice of the sequence pool `sno_generate`
 /// numbers every unit from (muyo/sno's `SequenceMin`/`SequenceMax`), so that generators
 /// outside the server on the rest of the pool may share its partition. Server start only
@@ -159,6 +177,29 @@ pub fn init() {
         &RESERVED_LIMIT,
         0,
         4096,
+        GucContext::Suset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_int_guc(
+        c"sno.lease_max_ttl",
+        c"The longest TTL a sno partition lease may be acquired or renewed for.",
+        c"A lease's window ends at most this long after its last renewal; after a failover of \
+          the registry, leases of the old primary end within it. Set per role by a superuser: \
+          ALTER ROLE name SET sno.lease_max_ttl = '10min'.",
+        &LEASE_MAX_TTL_S,
+        1,
+        86_400,
+        GucContext::Suset,
+        GucFlags::UNIT_S,
+    );
+    GucRegistry::define_int_guc(
+        c"sno.lease_limit",
+        c"How many active sno partition leases a role may hold in one database.",
+        c"Active: neither released nor ended. Set per role by a superuser: ALTER ROLE name SET \
+          sno.lease_limit = n.",
+        &LEASE_LIMIT,
+        0,
+        65_536,
         GucContext::Suset,
         GucFlags::default(),
     );

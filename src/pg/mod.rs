@@ -67,6 +67,25 @@ mod tests;
     name = "sno_time_partitions",
     requires = ["sno_reserved"]
 );
+::pgrx::extension_sql_file!(
+    "../../sql/sno_leases.sql",
+    name = "sno_leases",
+    requires = ["sno_time_partitions"]
+);
+::pgrx::extension_sql_file!(
+    "../../sql/sno_leases_views.sql",
+    name = "sno_leases_views",
+    requires = [
+        "sno_leases",
+        generator::lease::sno_lease_acquire,
+        generator::lease::sno_lease_renew,
+        generator::lease::sno_lease_release,
+        generator::lease::sno_lease_take_over,
+        generator::lease::sno_lease_partition_noted,
+        generator::lease::sno_lease_incarnation,
+        generator::lease::sno_lease_space
+    ]
+);
 
 /// Loads the extension: settings always; the shard table only while the postmaster preloads
 /// libraries (`shared_preload_libraries`). Loaded any other way, the type and every function

@@ -162,7 +162,7 @@ fn grant(extension: &Extension, above: Option<u16>) -> u16 {
 }
 
 /// The shard table, once the lineage is judged as for `sno_generate` (its refusals raised).
-fn judged() -> &'static crate::pg::shmem::Shared {
+pub(super) fn judged() -> &'static crate::pg::shmem::Shared {
     let s = shared_or_raise();
     // SAFETY: reads a shared flag.
     if unsafe { pg_sys::RecoveryInProgress() } {
@@ -198,7 +198,7 @@ fn grant_here(
 }
 
 /// Where a grant comes from on this server.
-enum CitusRole {
+pub(super) enum CitusRole {
     /// No Citus: this server's allocator.
     None,
     /// A Citus coordinator, whose live partition is of this generation: its allocator, from
@@ -213,7 +213,7 @@ enum CitusRole {
     Elsewhere,
 }
 
-fn citus_role(s: &crate::pg::shmem::Shared) -> CitusRole {
+pub(super) fn citus_role(s: &crate::pg::shmem::Shared) -> CitusRole {
     use core::sync::atomic::Ordering::Relaxed;
     // SAFETY: a catalog lookup by name; `true`: no error when missing.
     let here = unsafe { pg_sys::get_extension_oid(c"citus".as_ptr(), true) } != pg_sys::InvalidOid;
@@ -301,20 +301,20 @@ fn sno_reserved_grant(above: default!(Option<i32>, "NULL")) -> i32 {
 }
 
 /// Where sno is installed in this database, and who calls.
-struct Extension {
+pub(super) struct Extension {
     /// sno's schema, quoted.
-    schema: String,
+    pub(super) schema: String,
     /// The grants table, `sno_internal.reserved_grants`.
     table: String,
     /// The extension's owner: the grant's row is written as it.
-    owner: pg_sys::Oid,
+    pub(super) owner: pg_sys::Oid,
     /// The calling role's name and OID.
-    role: String,
-    role_oid: u32,
+    pub(super) role: String,
+    pub(super) role_oid: u32,
 }
 
 impl Extension {
-    fn find() -> Extension {
+    pub(super) fn find() -> Extension {
         let (owner, schema) = Spi::get_two::<pg_sys::Oid, String>(
             "SELECT e.extowner, n.nspname::pg_catalog.text FROM pg_catalog.pg_extension e \
              JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) e.extnamespace \
@@ -352,7 +352,7 @@ impl Extension {
     /// Runs `f` as the extension's owner, in a restricted security context (no temporary
     /// objects, no SET ROLE): an error or an abort restores the caller's identity, as
     /// PostgreSQL does for SECURITY DEFINER functions.
-    fn as_owner<R>(&self, f: impl FnOnce() -> R) -> R {
+    pub(super) fn as_owner<R>(&self, f: impl FnOnce() -> R) -> R {
         let (mut user, mut context) = (pg_sys::InvalidOid, 0);
         // SAFETY: saved and restored around `f`; (sub)transaction abort restores them too.
         unsafe {
@@ -382,7 +382,7 @@ impl Extension {
     }
 
     /// Every reserved partition this database's table names.
-    fn grants(&self) -> Vec<u16> {
+    pub(super) fn grants(&self) -> Vec<u16> {
         self.as_owner(|| {
             Spi::get_one::<Vec<i32>>(&format!(
                 "SELECT pg_catalog.array_agg(g.partition) FROM {} g",

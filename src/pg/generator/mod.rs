@@ -25,6 +25,7 @@ pub mod at;
 pub mod compat;
 pub mod durable;
 pub mod hot;
+pub mod lease;
 pub mod monitor;
 
 pub use durable::{replay, replay_grant, settle, stop};

@@ -1,0 +1,64 @@
+-- Partition leases: the trigger that notes a restored pool, the views and the privileges.
+-- Since 0.8.0 (after the functions pgrx generates from src/pg/generator/lease.rs).
+
+-- A pool partition row inserted by anything but the registry itself (pg_restore, a data-only
+-- load) is noted in this server's lineage as granted (never granted again), and marked
+-- restored when it came from another server: no lease is granted here until
+-- sno_lease_take_over(). Also under session_replication_role = replica.
+CREATE FUNCTION sno_internal.lease_partition_noted() RETURNS trigger
+    LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    IF NOT @extschema@.sno_lease_partition_noted(NEW.partition, NEW.incarnation, NEW.database) THEN
+        NEW.restored := true;
+    END IF;
+    RETURN NEW;
+END
+$$;
+REVOKE ALL ON FUNCTION sno_internal.lease_partition_noted() FROM PUBLIC;
+CREATE TRIGGER lease_partition_noted BEFORE INSERT ON sno_internal.lease_partitions
+    FOR EACH ROW EXECUTE FUNCTION sno_internal.lease_partition_noted();
+ALTER TABLE sno_internal.lease_partitions ENABLE ALWAYS TRIGGER lease_partition_noted;
+
+-- Leasing is a privilege: the reserved space is finite (GRANT EXECUTE on the three to a role).
+REVOKE ALL ON FUNCTION sno_lease_acquire(text, interval, int4) FROM PUBLIC;
+REVOKE ALL ON FUNCTION sno_lease_renew(int8, uuid, interval) FROM PUBLIC;
+REVOKE ALL ON FUNCTION sno_lease_release(int8, uuid) FROM PUBLIC;
+REVOKE ALL ON FUNCTION sno_lease_take_over() FROM PUBLIC;
+REVOKE ALL ON FUNCTION sno_lease_partition_noted(int4, int8, oid) FROM PUBLIC;
+COMMENT ON FUNCTION sno_lease_acquire(text, interval, int4) IS 'a new sno partition lease: a reserved partition''s sequence slice and a window of time, for a generator outside the database';
+COMMENT ON FUNCTION sno_lease_renew(int8, uuid, interval) IS 'the same sno partition lease with a later end';
+COMMENT ON FUNCTION sno_lease_release(int8, uuid) IS 'the holder of this sno partition lease stopped (its slice is granted again only after its end)';
+COMMENT ON FUNCTION sno_lease_take_over() IS 'grant leases again in a database whose lease pool was restored from another server, once that server grants none';
+
+-- state: active (renewable), released (its window not over yet), expired, ended (released and
+-- over), inherited (granted before a failover, copy or restore of this server: not renewable,
+-- its holder stops at expires_at).
+CREATE VIEW sno_leases AS
+    SELECT l.lease, l.holder, l.grantee, l.partition, l.sequence_min, l.sequence_max,
+           l.not_before, l.expires_at, l.ttl, l.acquired_at, l.renewed_at, l.renew_after, l.released_at,
+           CASE
+               WHEN l.expires_at OPERATOR(pg_catalog.<=) pg_catalog.now() THEN
+                   CASE WHEN l.released_at IS NULL THEN 'expired' ELSE 'ended' END
+               WHEN l.released_at IS NOT NULL THEN 'released'
+               WHEN p.restored OR p.database OPERATOR(pg_catalog.<>) d.oid
+                    OR p.incarnation IS DISTINCT FROM @extschema@.sno_lease_incarnation() THEN 'inherited'
+               ELSE 'active'
+           END AS state
+    FROM sno_internal.leases l
+    JOIN sno_internal.lease_partitions p USING (partition)
+    CROSS JOIN (SELECT oid FROM pg_catalog.pg_database
+                WHERE datname OPERATOR(pg_catalog.=) pg_catalog.current_database()) d;
+COMMENT ON VIEW sno_leases IS 'sno partition leases granted in this database';
+GRANT SELECT ON sno_leases TO PUBLIC;
+
+ALTER FUNCTION sno_lease_space() ROWS 1;
+CREATE VIEW sno_lease_space AS
+    SELECT s.share, s.share_left, s.reserved_left,
+           (SELECT pg_catalog.count(*) FROM sno_internal.lease_partitions p
+             WHERE NOT p.restored AND p.incarnation IS NOT DISTINCT FROM @extschema@.sno_lease_incarnation()
+               AND p.database OPERATOR(pg_catalog.=) (SELECT oid FROM pg_catalog.pg_database
+                   WHERE datname OPERATOR(pg_catalog.=) pg_catalog.current_database()))::int4 AS pool_partitions,
+           (SELECT pg_catalog.count(*) FROM sno_leases l WHERE l.state OPERATOR(pg_catalog.=) 'active')::int4 AS active_leases
+    FROM @extschema@.sno_lease_space() s;
+COMMENT ON VIEW sno_lease_space IS 'room for sno partition leases: this database''s pool, and the reserved partitions left for new pool partitions';
+GRANT SELECT ON sno_lease_space TO PUBLIC;

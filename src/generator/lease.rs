@@ -1,0 +1,384 @@
+//! Partition leases: the registry's decisions for generators outside the database.
+//!
+//! Pure Rust, no PostgreSQL. A lease is a (partition, sequence slice) of the reserved range and
+//! a window `[not_before, expires)` of whole 4 ms units; its holder stamps only units inside
+//! the window and sequence numbers inside the slice. So two leases can share IDs only if their
+//! slices overlap and their windows overlap, and the registry never grants such a pair:
+//!
+//! * a slice is granted ([`acquire`]) only when every lease on an overlapping slice has ended
+//!   by the registry's clock (`expires <= now`), and the new window starts no earlier than the
+//!   latest of their ends: a comparison of windows, not of clocks, so whatever either clock
+//!   does later, the new window begins after every earlier one on that slice;
+//! * a renewal ([`renew`]) only moves `expires` later, and only while no later lease shares
+//!   the slice (the registry's clock may have gone back since one was granted).
+//!
+//! The partitions come from the lineage's allocator ([`crate::generator::lineage::State`]),
+//! granted to the lease pool of one database and one lineage incarnation for good: a
+//! promotion, a PITR or a copy is a new incarnation, which never grants a slice of the old
+//! one's partitions (its old primary may have granted more of them than it knows, in WAL it
+//! never received), and takes new partitions from the share of its own WAL timeline
+//! ([`share_of_timeline`]), which the old one's lost grants cannot be in.
+
+use crate::generator::citus::LIVE_GENERATIONS;
+
+/// The fewest sequence numbers a lease has: muyo/sno's generator needs 6 (`SequenceMax -
+/// SequenceMin - 1 >= 4`); slices are powers of two.
+pub const MIN_SEQUENCES: u32 = 8;
+
+/// The most: a whole partition.
+pub const MAX_SEQUENCES: u32 = 1 << 16;
+
+/// How far back a new window reaches before the registry's clock (250 units, 1 s), so that a
+/// holder whose clock is a little behind the registry's can stamp at once. Only over units the
+/// slice's earlier leases had ended by.
+pub const SLACK_UNITS: i64 = 250;
+
+/// The share of the reserved range a registry on WAL timeline `timeline` takes new lease
+/// partitions from: `timeline mod 15`, as a Citus coordinator's generation
+/// ([`crate::generator::reserved::in_generation_share`]). A promoted standby or a PITR runs on a
+/// new timeline, the next one: it never takes a partition its old primary may have taken in WAL
+/// it never received, unless 15 promotions or PITRs happen within one lease TTL.
+pub const fn share_of_timeline(timeline: u32) -> u32 {
+    timeline % LIVE_GENERATIONS
+}
+
+/// A partition and an inclusive range of its sequence numbers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Slice {
+    pub partition: u16,
+    pub min: u16,
+    pub max: u16,
+}
+
+impl Slice {
+    /// Whether the two share a (partition, sequence number).
+    pub const fn overlaps(&self, other: &Slice) -> bool {
+        self.partition == other.partition && self.min <= other.max && other.min <= self.max
+    }
+
+    /// How many sequence numbers it has.
+    pub const fn len(&self) -> u32 {
+        self.max as u32 - self.min as u32 + 1
+    }
+
+    /// Never: a slice has at least one number (for clippy's `len` convention).
+    pub const fn is_empty(&self) -> bool {
+        false
+    }
+}
+
+/// A lease as the registry recorded it: its slice and window, in 4 ms units.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Granted {
+    pub slice: Slice,
+    pub not_before: i64,
+    pub expires: i64,
+}
+
+impl Granted {
+    /// Whether the two could stamp one ID: overlapping slices and overlapping windows.
+    pub const fn conflicts(&self, other: &Granted) -> bool {
+        self.slice.overlaps(&other.slice)
+            && self.not_before < other.expires
+            && other.not_before < self.expires
+    }
+}
+
+/// A partition of the lease pool this registry may grant from, busy in all its slices until
+/// `floor` (the latest end of the leases whose records were pruned).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Pooled {
+    pub partition: u16,
+    pub floor: i64,
+}
+
+/// What [`acquire`] decided.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Choice {
+    /// Grant this slice for this window.
+    Grant(Granted),
+    /// No slice of the pool is free: the pool needs a new partition from the allocator.
+    NeedPartition,
+}
+
+/// Why a TTL or a slice size is refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BadRequest {
+    /// The TTL is not positive, or under one second.
+    TtlTooShort,
+    /// The TTL is over the maximum.
+    TtlTooLong,
+    /// The slice size is not a power of two in [`MIN_SEQUENCES`]..=[`MAX_SEQUENCES`].
+    Sequences,
+}
+
+/// The TTL in whole 4 ms units (rounded up), if it is at least 1 s and at most `max_micros`.
+pub fn ttl_units(ttl_micros: i128, max_micros: i128) -> Result<i64, BadRequest> {
+    if ttl_micros < 1_000_000 {
+        return Err(BadRequest::TtlTooShort);
+    }
+    if ttl_micros > max_micros {
+        return Err(BadRequest::TtlTooLong);
+    }
+    let units = (ttl_micros + 3_999) / 4_000;
+    i64::try_from(units).map_err(|_| BadRequest::TtlTooLong)
+}
+
+/// Checks a slice size.
+pub fn check_sequences(sequences: i64) -> Result<u32, BadRequest> {
+    match u32::try_from(sequences) {
+        Ok(n) if n.is_power_of_two() && (MIN_SEQUENCES..=MAX_SEQUENCES).contains(&n) => Ok(n),
+        _ => Err(BadRequest::Sequences),
+    }
+}
+
+/// A new lease of `sequences` numbers for `ttl` units from `now` (the registry's clock), on the
+/// first free aligned slice of `pool`, given `granted`: the leases on the pool's partitions
+/// that end after `now - SLACK_UNITS` (older ones cannot matter at this `now`).
+///
+/// Free: every lease on an overlapping slice ended by `now`. The window starts at the latest of
+/// those ends, or `now - SLACK_UNITS` if later, and ends at `now + ttl` (at least one unit past
+/// its start).
+pub fn acquire(pool: &[Pooled], granted: &[Granted], sequences: u32, now: i64, ttl: i64) -> Choice {
+    debug_assert!(check_sequences(sequences as i64).is_ok());
+    for p in pool {
+        let on_partition: Vec<&Granted> = granted
+            .iter()
+            .filter(|g| g.slice.partition == p.partition)
+            .collect();
+        for k in 0..(MAX_SEQUENCES / sequences) {
+            let min = k * sequences;
+            let slice = Slice {
+                partition: p.partition,
+                min: min as u16,
+                max: (min + sequences - 1) as u16,
+            };
+            let busy_until = on_partition
+                .iter()
+                .filter(|g| g.slice.overlaps(&slice))
+                .map(|g| g.expires)
+                .fold(p.floor, i64::max);
+            if busy_until <= now {
+                let not_before = busy_until.max(now - SLACK_UNITS);
+                let expires = (now + ttl).max(not_before + 1);
+                return Choice::Grant(Granted {
+                    slice,
+                    not_before,
+                    expires,
+                });
+            }
+        }
+    }
+    Choice::NeedPartition
+}
+
+/// Where the lease to renew stands, as the registry knows it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Standing {
+    /// It was released (its holder stopped).
+    pub released: bool,
+    /// Its partition is of this registry's incarnation and database (not of an old primary, a
+    /// copy's original or a restored dump).
+    pub ours: bool,
+    /// Another lease on an overlapping slice was granted after it (its window starts at or
+    /// after this one's end: the registry's clock went back since).
+    pub handed_on: bool,
+}
+
+/// Why a renewal is refused: the holder must stop using the lease (at its end at the latest)
+/// and acquire a new one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RenewRefusal {
+    Released,
+    Expired,
+    HandedOn,
+    NotOurs,
+}
+
+/// The renewed end of `lease` for `ttl` more units from `now`: never earlier than its end now.
+pub fn renew(lease: &Granted, standing: Standing, now: i64, ttl: i64) -> Result<i64, RenewRefusal> {
+    if standing.released {
+        return Err(RenewRefusal::Released);
+    }
+    if !standing.ours {
+        return Err(RenewRefusal::NotOurs);
+    }
+    if standing.handed_on {
+        return Err(RenewRefusal::HandedOn);
+    }
+    if now >= lease.expires {
+        return Err(RenewRefusal::Expired);
+    }
+    Ok(lease.expires.max(now + ttl))
+}
+
+/// Whether `other` was handed on after `lease`: a lease on an overlapping slice whose window
+/// starts at or after `lease`'s end. (Windows on overlapping slices never overlap, and each
+/// grant's window starts after every earlier one's end, so these are exactly the later grants.)
+pub const fn handed_on(lease: &Granted, other: &Granted) -> bool {
+    other.slice.overlaps(&lease.slice) && other.not_before >= lease.expires
+}
+
+/// When a holder should renew: a third of the TTL from `now`.
+pub const fn renew_after(now: i64, ttl: i64) -> i64 {
+    now + ttl / 3
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn pool(ps: &[u16]) -> Vec<Pooled> {
+        ps.iter()
+            .map(|&partition| Pooled {
+                partition,
+                floor: i64::MIN,
+            })
+            .collect()
+    }
+
+    fn grant(c: Choice) -> Granted {
+        match c {
+            Choice::Grant(g) => g,
+            Choice::NeedPartition => panic!("no slice"),
+        }
+    }
+
+    #[test]
+    fn sizes_and_ttls() {
+        assert_eq!(check_sequences(8), Ok(8));
+        assert_eq!(check_sequences(65536), Ok(65536));
+        for bad in [0, 4, 6, 7, 12, 131072, -8] {
+            assert_eq!(check_sequences(bad), Err(BadRequest::Sequences), "{bad}");
+        }
+        assert_eq!(
+            ttl_units(999_999, 600_000_000),
+            Err(BadRequest::TtlTooShort)
+        );
+        assert_eq!(ttl_units(1_000_000, 600_000_000), Ok(250));
+        assert_eq!(ttl_units(1_000_001, 600_000_000), Ok(251));
+        assert_eq!(
+            ttl_units(600_000_001, 600_000_000),
+            Err(BadRequest::TtlTooLong)
+        );
+        assert_eq!(share_of_timeline(1), 1);
+        assert_eq!(share_of_timeline(16), 1);
+        assert_eq!(share_of_timeline(15), 0);
+    }
+
+    #[test]
+    fn slices_fill_a_partition_then_ask_for_another() {
+        let p = pool(&[61441]);
+        let mut held = Vec::new();
+        for k in 0..64u16 {
+            let g = grant(acquire(&p, &held, 1024, 1000, 250));
+            assert_eq!(g.slice.min, k * 1024);
+            assert_eq!((g.not_before, g.expires), (750, 1250));
+            held.push(g);
+        }
+        assert_eq!(acquire(&p, &held, 1024, 1000, 250), Choice::NeedPartition);
+        // Ended by now: free again, starting where the last one ended.
+        assert_eq!(grant(acquire(&p, &held, 8, 1250, 250)).not_before, 1250);
+        // A whole partition when the pool has room.
+        assert_eq!(acquire(&p, &held, 65536, 1249, 250), Choice::NeedPartition);
+    }
+
+    #[test]
+    fn a_window_starts_after_every_earlier_one_on_its_slice_whatever_the_clock() {
+        let p = pool(&[61441]);
+        let a = grant(acquire(&p, &[], 65536, 10_000, 500));
+        // The registry's clock went back: the slice is still busy.
+        assert_eq!(acquire(&p, &[a], 65536, 9_000, 500), Choice::NeedPartition);
+        // Forward past a's end: granted after it.
+        let b = grant(acquire(&p, &[a], 8, 10_600, 500));
+        assert!(b.not_before >= a.expires);
+        assert!(!a.conflicts(&b));
+        // A renewal of a now (clock back) would be refused: b was handed on after it.
+        let s = Standing {
+            released: false,
+            ours: true,
+            handed_on: handed_on(&a, &b),
+        };
+        assert_eq!(renew(&a, s, 9_500, 5_000), Err(RenewRefusal::HandedOn));
+    }
+
+    #[test]
+    fn renew_grows_and_refuses() {
+        let g = Granted {
+            slice: Slice {
+                partition: 61440,
+                min: 0,
+                max: 7,
+            },
+            not_before: 0,
+            expires: 100,
+        };
+        let ok = Standing {
+            released: false,
+            ours: true,
+            handed_on: false,
+        };
+        assert_eq!(renew(&g, ok, 50, 100), Ok(150));
+        // Never shorter.
+        assert_eq!(renew(&g, ok, 50, 10), Ok(100));
+        assert_eq!(renew(&g, ok, 100, 100), Err(RenewRefusal::Expired));
+        let r = Standing {
+            released: true,
+            ..ok
+        };
+        assert_eq!(renew(&g, r, 50, 100), Err(RenewRefusal::Released));
+        let n = Standing { ours: false, ..ok };
+        assert_eq!(renew(&g, n, 50, 100), Err(RenewRefusal::NotOurs));
+    }
+
+    proptest! {
+        /// Random acquires (of random sizes), renewals and releases with a registry clock that
+        /// jumps both ways: no two leases ever granted conflict.
+        #[test]
+        fn no_two_leases_conflict(
+            events in proptest::collection::vec((0u8..4, 0u32..4, -2_000i64..2_000, 1i64..600), 1..300),
+        ) {
+            let p = pool(&[61440, 61455]);
+            let mut now = 1_000_000i64;
+            let mut all: Vec<(Granted, bool)> = Vec::new();
+            for (kind, size, step, ttl) in events {
+                now += step;
+                match kind {
+                    0 | 1 => {
+                        let live: Vec<Granted> = all
+                            .iter()
+                            .map(|(g, _)| *g)
+                            .filter(|g| g.expires > now - SLACK_UNITS)
+                            .collect();
+                        if let Choice::Grant(g) = acquire(&p, &live, 8 << (size * 3), now, ttl) {
+                            all.push((g, false));
+                        }
+                    }
+                    2 if !all.is_empty() => {
+                        let i = (ttl as usize) % all.len();
+                        let (g, released) = all[i];
+                        let s = Standing {
+                            released,
+                            ours: true,
+                            handed_on: all.iter().any(|(o, _)| handed_on(&g, o)),
+                        };
+                        if let Ok(e) = renew(&g, s, now, ttl) {
+                            all[i].0.expires = e;
+                        }
+                    }
+                    _ if !all.is_empty() => {
+                        let i = (ttl as usize) % all.len();
+                        all[i].1 = true;
+                    }
+                    _ => {}
+                }
+                for (i, (a, _)) in all.iter().enumerate() {
+                    for (b, _) in &all[i + 1..] {
+                        prop_assert!(!a.conflicts(b), "{a:?} and {b:?}");
+                    }
+                }
+            }
+        }
+    }
+}
