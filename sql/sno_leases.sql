@@ -10,7 +10,7 @@
 --   sno_lease_incarnation() RETURNS int8                   (the view's)
 --   sno_lease_space() RETURNS TABLE (...)                  (the view sno_lease_space)
 
-CREATE TYPE sno_lease AS (
+CREATE TYPE @extschema@.sno_lease AS (
     lease int8,
     token uuid,
     partition int4,
@@ -21,7 +21,7 @@ CREATE TYPE sno_lease AS (
     holder text,
     renew_after timestamptz
 );
-COMMENT ON TYPE sno_lease IS 'a partition lease: stamp only units in [not_before, expires_at) and sequence numbers in [sequence_min, sequence_max] of partition';
+COMMENT ON TYPE @extschema@.sno_lease IS 'a partition lease: stamp only units in [not_before, expires_at) and sequence numbers in [sequence_min, sequence_max] of partition';
 
 -- The partitions of this database's lease pool: each granted for good by the server's lineage
 -- allocator (as sno_generate_at's are), to one lineage incarnation and one database, which alone

@@ -20,20 +20,20 @@ CREATE TRIGGER lease_partition_noted BEFORE INSERT ON sno_internal.lease_partiti
 ALTER TABLE sno_internal.lease_partitions ENABLE ALWAYS TRIGGER lease_partition_noted;
 
 -- Leasing is a privilege: the reserved space is finite (GRANT EXECUTE on the three to a role).
-REVOKE ALL ON FUNCTION sno_lease_acquire(text, interval, int4) FROM PUBLIC;
-REVOKE ALL ON FUNCTION sno_lease_renew(int8, uuid, interval) FROM PUBLIC;
-REVOKE ALL ON FUNCTION sno_lease_release(int8, uuid) FROM PUBLIC;
-REVOKE ALL ON FUNCTION sno_lease_take_over() FROM PUBLIC;
-REVOKE ALL ON FUNCTION sno_lease_partition_noted(int4, int8, oid) FROM PUBLIC;
-COMMENT ON FUNCTION sno_lease_acquire(text, interval, int4) IS 'a new sno partition lease: a reserved partition''s sequence slice and a window of time, for a generator outside the database';
-COMMENT ON FUNCTION sno_lease_renew(int8, uuid, interval) IS 'the same sno partition lease with a later end';
-COMMENT ON FUNCTION sno_lease_release(int8, uuid) IS 'the holder of this sno partition lease stopped (its slice is granted again only after its end)';
-COMMENT ON FUNCTION sno_lease_take_over() IS 'grant leases again in a database whose lease pool was restored from another server, once that server grants none';
+REVOKE ALL ON FUNCTION @extschema@.sno_lease_acquire(pg_catalog.text, pg_catalog.interval, pg_catalog.int4) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.sno_lease_renew(pg_catalog.int8, pg_catalog.uuid, pg_catalog.interval) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.sno_lease_release(pg_catalog.int8, pg_catalog.uuid) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.sno_lease_take_over() FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.sno_lease_partition_noted(pg_catalog.int4, pg_catalog.int8, pg_catalog.oid) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.sno_lease_acquire(pg_catalog.text, pg_catalog.interval, pg_catalog.int4) IS 'a new sno partition lease: a reserved partition''s sequence slice and a window of time, for a generator outside the database';
+COMMENT ON FUNCTION @extschema@.sno_lease_renew(pg_catalog.int8, pg_catalog.uuid, pg_catalog.interval) IS 'the same sno partition lease with a later end';
+COMMENT ON FUNCTION @extschema@.sno_lease_release(pg_catalog.int8, pg_catalog.uuid) IS 'the holder of this sno partition lease stopped (its slice is granted again only after its end)';
+COMMENT ON FUNCTION @extschema@.sno_lease_take_over() IS 'grant leases again in a database whose lease pool was restored from another server, once that server grants none';
 
 -- state: active (renewable), released (its window not over yet), expired, ended (released and
 -- over), inherited (granted before a failover, copy or restore of this server: not renewable,
 -- its holder stops at expires_at).
-CREATE VIEW sno_leases AS
+CREATE VIEW @extschema@.sno_leases AS
     SELECT l.lease, l.holder, l.grantee, l.partition, l.sequence_min, l.sequence_max,
            l.not_before, l.expires_at, l.ttl, l.acquired_at, l.renewed_at, l.renew_after, l.released_at,
            CASE
@@ -48,17 +48,17 @@ CREATE VIEW sno_leases AS
     JOIN sno_internal.lease_partitions p USING (partition)
     CROSS JOIN (SELECT oid FROM pg_catalog.pg_database
                 WHERE datname OPERATOR(pg_catalog.=) pg_catalog.current_database()) d;
-COMMENT ON VIEW sno_leases IS 'sno partition leases granted in this database';
-GRANT SELECT ON sno_leases TO PUBLIC;
+COMMENT ON VIEW @extschema@.sno_leases IS 'sno partition leases granted in this database';
+GRANT SELECT ON @extschema@.sno_leases TO PUBLIC;
 
-ALTER FUNCTION sno_lease_space() ROWS 1;
-CREATE VIEW sno_lease_space AS
+ALTER FUNCTION @extschema@.sno_lease_space() ROWS 1;
+CREATE VIEW @extschema@.sno_lease_space AS
     SELECT s.share, s.share_left, s.reserved_left,
            (SELECT pg_catalog.count(*) FROM sno_internal.lease_partitions p
              WHERE NOT p.restored AND p.incarnation IS NOT DISTINCT FROM @extschema@.sno_lease_incarnation()
                AND p.database OPERATOR(pg_catalog.=) (SELECT oid FROM pg_catalog.pg_database
                    WHERE datname OPERATOR(pg_catalog.=) pg_catalog.current_database()))::int4 AS pool_partitions,
-           (SELECT pg_catalog.count(*) FROM sno_leases l WHERE l.state OPERATOR(pg_catalog.=) 'active')::int4 AS active_leases
+           (SELECT pg_catalog.count(*) FROM @extschema@.sno_leases l WHERE l.state OPERATOR(pg_catalog.=) 'active')::int4 AS active_leases
     FROM @extschema@.sno_lease_space() s;
-COMMENT ON VIEW sno_lease_space IS 'room for sno partition leases: this database''s pool, and the reserved partitions left for new pool partitions';
-GRANT SELECT ON sno_lease_space TO PUBLIC;
+COMMENT ON VIEW @extschema@.sno_lease_space IS 'room for sno partition leases: this database''s pool, and the reserved partitions left for new pool partitions';
+GRANT SELECT ON @extschema@.sno_lease_space TO PUBLIC;

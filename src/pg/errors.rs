@@ -141,6 +141,7 @@ pub enum Problem<'a> {
         ttl: &'a str,
         too_long: bool,
         max_s: i32,
+        role: &'a str,
     },
     /// A slice size that is not a power of two in 8..65536.
     LeaseBadSequences(i32),
@@ -476,14 +477,19 @@ impl Problem<'_> {
                 Code::ERRCODE_NULL_VALUE_NOT_ALLOWED,
                 format!("{arg} must not be NULL"),
             ),
-            Problem::LeaseBadTtl { ttl, too_long, max_s } => {
+            Problem::LeaseBadTtl {
+                ttl,
+                too_long,
+                max_s,
+                role,
+            } => {
                 let r = Report::new(
                     Code::ERRCODE_INVALID_PARAMETER_VALUE,
                     format!("lease TTL {ttl} is out of range"),
                 )
                 .detail(format!("A lease's TTL is at least 1 s and at most sno.lease_max_ttl, {max_s} s for this role."));
                 if *too_long {
-                    r.hint(format!("Ask for ttl => '{max_s} s' or less (renewals extend a lease), or have a superuser raise the role's maximum: ALTER ROLE name SET sno.lease_max_ttl = '...';"))
+                    r.hint(format!("Ask for ttl => '{max_s} s' or less (renewals extend a lease), or have a superuser raise the role's maximum: ALTER ROLE {} SET sno.lease_max_ttl = '{}s'; (its new sessions get it).", quote_ident(role), (*max_s).max(1).saturating_mul(2).min(86_400)))
                 } else {
                     r.hint("Ask for ttl => '1 s' or more; '1 min' suits most services.")
                 }

@@ -79,6 +79,7 @@ fn ttl_units(ttl: Option<Interval>) -> i64 {
             ttl: &interval_text(ttl),
             too_long: e == BadRequest::TtlTooLong,
             max_s: crate::pg::gucs::lease_max_ttl_s(),
+            role: &Extension::find().role,
         })
     })
 }
