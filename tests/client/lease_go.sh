@@ -5,9 +5,10 @@
 # New serialised and each ID's unit checked against the lease's window. The program
 # tests/leases/go (main.go) runs it against the live cluster, as a role that may lease:
 #  - process A: 3 leases (ttl 2 s), 4 goroutines calling New on each at once, inserting every
-#    ID with its lease number into a table; process B: 1 lease of 8 sequence numbers (muyo/sno
-#    waits for the next unit when a unit's slice is used up), 4 goroutines, its IDs printed and
-#    loaded with \copy. Both run 16 s:
+#    ID with its lease number into a table, the leases through database/sql with pgx v4;
+#    process B: its lease through lib/pq, 1 lease of 8 sequence numbers (muyo/sno waits for the
+#    next unit when a unit's slice is used up), 4 goroutines, its IDs printed and loaded with
+#    \copy. Both run 16 s:
 #    at 3 s the role's connections are terminated (a transient error: retried);
 #    at 6 s the role may no longer log in and its connections are terminated, for 4 s (twice
 #    the ttl): every lease ends unrenewed, New refuses (counted), and when the role can log in
@@ -22,10 +23,10 @@
 #  - doc/services.md's ```go block is lease.go, byte for byte (skipped while the page does
 #    not exist).
 #
-# Go and pgx v4 come from Debian (golang-go, golang-github-jackc-pgx-v4-dev), installed here
-# when missing, as tests/client/drivers_go.sh does; the program builds in GOPATH mode
-# (GO111MODULE=off, no module proxy) from ../shared/muyo-sno and /usr/share/gocode into
-# target/lease-go (SNO_LEASE_GO_DIR to change). About 20 s.
+# Go and the drivers come from Debian (golang-go, golang-github-jackc-pgx-v4-dev,
+# golang-github-lib-pq-dev), installed here when missing, as tests/client/drivers_go.sh does;
+# the program builds in GOPATH mode (GO111MODULE=off, no module proxy) from ../shared/muyo-sno
+# and /usr/share/gocode into target/lease-go (SNO_LEASE_GO_DIR to change). About 25 s.
 #
 # Usage: lease_go.sh SOCKET_DIR PORT BINDIR   (run by .ci/test)
 set -euo pipefail
@@ -64,8 +65,8 @@ else
     echo "skip: doc/services.md does not exist yet: its \`\`\`go block is not compared with tests/leases/go/lease.go"
 fi
 
-# Debian's Go and pgx v4, when missing (an apt-get update first only if the install fails).
-packages=(golang-go golang-github-jackc-pgx-v4-dev)
+# Debian's Go, pgx v4 and lib/pq, when missing (an apt-get update first only if the install fails).
+packages=(golang-go golang-github-jackc-pgx-v4-dev golang-github-lib-pq-dev)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
@@ -106,16 +107,17 @@ PGOPTIONS="-c client_min_messages=warning" "$bindir/psql" -X -q -v ON_ERROR_STOP
     -c "CREATE DATABASE $db" -c "CREATE ROLE $role LOGIN"
 psql -c "CREATE EXTENSION sno" \
     -c "CREATE TABLE ids (id sno NOT NULL, lease bigint NOT NULL, batch text)" \
-    -c "GRANT EXECUTE ON FUNCTION sno_lease_acquire, sno_lease_renew, sno_lease_release TO $role"
+    -c "GRANT EXECUTE ON FUNCTION sno_lease_acquire(text, interval, int4), sno_lease_renew(int8, uuid, interval),
+        sno_lease_release(int8, uuid) TO $role"
 dsn="host=$host port=$port dbname=$db sslmode=disable"
 
 # A: 3 leases x 4 goroutines into the table (inserted as postgres, untouched by the outage);
-# B: 1 lease of 8 numbers x 4 goroutines to stdout.
+# B: lib/pq, 1 lease of 8 numbers x 4 goroutines, to stdout.
 run=16
 "$out/sno-lease-go" -dsn "$dsn user=$role" -insert-dsn "$dsn user=postgres" -table ids \
     -holder lease-go-a -generators 3 -workers 4 -ttl ${ttl}s -seconds $run >"$work/a.out" 2>"$work/a.err" &
 pid_a=$!
-"$out/sno-lease-go" -dsn "$dsn user=$role" -holder lease-go-b -generators 1 -workers 4 -sequences 8 \
+"$out/sno-lease-go" -driver postgres -dsn "$dsn user=$role" -holder lease-go-b -generators 1 -workers 4 -sequences 8 \
     -ttl ${ttl}s -seconds $run >"$work/b.out" 2>"$work/b.err" &
 pid_b=$!
 terminate="SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE usename = '$role'"
@@ -159,20 +161,24 @@ check "IDs outside their lease's slice or window (or of no such lease)" "$(psql 
 check "B: at most 8 IDs per 4 ms unit and tick (its slice)" "$(psql -c "
     SELECT count(*) FROM (SELECT 1 FROM ids WHERE batch IS NULL
     GROUP BY lease, sno_time(id), sno_tick(id) HAVING count(*) > 8) x")" 0
-check "renewed: a lease lasting 3 times its ttl or more" \
-    "$(psql -c "SELECT bool_or(expires_at - not_before >= interval '$((3 * ttl)) s') FROM sno_leases WHERE holder LIKE 'lease-go-%'")" t
+check "renewed: a lease lasting 3 times its ttl or more" "$(psql -c "
+    SELECT bool_or(renewed_at IS NOT NULL AND expires_at - acquired_at >= interval '$((3 * ttl)) s')
+    FROM sno_leases WHERE holder LIKE 'lease-go-%'")" t
 check "A: refusals during the outage (leases ended unrenewed)" "$(( $(summary a refused) > 0 ))" 1
 check "A: a new lease for each generator after the outage (renew answered 55000)" "$(( $(summary a leases) >= 6 ))" 1
 check "B: a new lease after the outage" "$(( $(summary b leases) >= 2 ))" 1
 check "IDs after the outage, of leases granted after it" "$(psql -c "
     SELECT count(DISTINCT l.lease) >= 4 FROM ids i JOIN sno_leases l USING (lease)
-    WHERE l.not_before >= '$back' AND sno_time(i.id) > '$back'::timestamptz + interval '1 s'")" t
+    WHERE l.acquired_at >= '$back' AND sno_time(i.id) > '$back'::timestamptz + interval '1 s'")" t
 check "these leases overlap none other (partition, slice and window)" "$(psql -c "
     SELECT count(*) FROM sno_leases a JOIN sno_leases b ON a.lease < b.lease AND a.partition = b.partition
     WHERE a.holder LIKE 'lease-go-%'
       AND int4range(a.sequence_min, a.sequence_max, '[]') && int4range(b.sequence_min, b.sequence_max, '[]')
       AND tstzrange(a.not_before, a.expires_at) && tstzrange(b.not_before, b.expires_at)")" 0
 
+check "every lease released (Close)" "$(psql -c "
+    SELECT count(*) FILTER (WHERE released_at IS NULL) || ' of ' || count(*) FROM sno_leases WHERE holder LIKE 'lease-go-%'")" \
+    "0 of $(( $(summary a leases) + $(summary b leases) ))"
 echo "(lease_go: $((SECONDS - t0)) s)"
 "$bindir/psql" -X -q -d postgres -c "DROP DATABASE IF EXISTS $db" -c "DROP ROLE IF EXISTS $role" || true
 exit "$fail"

@@ -1,6 +1,7 @@
 // Leased: muyo/sno's own generator on a partition and sequence slice leased from PostgreSQL.
 // IDs are made in the process (no round trip per ID) and only inside the lease's window:
 // outside it New returns an error, never an ID. The lease is renewed in the background.
+// (Package main here, for its test program: put it in a package of yours.)
 package main
 
 import (

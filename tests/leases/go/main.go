@@ -10,12 +10,14 @@
 // "sno-lease-go: ids=N refused=N leases=N" goes to stderr; refusals (New's errors: no ID)
 // are counted, the first few printed to stderr.
 //
-// Usage: sno-lease-go -dsn DSN [-generators 3] [-workers 4] [-seconds 10] [-ttl 2s]
+// Usage: sno-lease-go -dsn DSN [-driver pgx|postgres] [-generators 3] [-workers 4] [-seconds 10] [-ttl 2s]
 //
 //	[-sequences 1024] [-burst 10] [-holder NAME] [-table T [-insert-dsn DSN]]
 //
 // Built in GOPATH mode (GO111MODULE=off) with the real github.com/muyo/sno (../shared/muyo-sno)
-// and Debian's pgx v4 (/usr/share/gocode), as tests/client/lease_go.sh does.
+// and Debian's pgx v4 and lib/pq (/usr/share/gocode), as tests/client/lease_go.sh does. The
+// leases go through database/sql with pgx by default, lib/pq with -driver postgres; -table
+// inserts through pgx.
 package main
 
 import (
@@ -33,6 +35,7 @@ import (
 	"time"
 
 	_ "github.com/jackc/pgx/v4/stdlib"
+	_ "github.com/lib/pq"
 	"github.com/muyo/sno"
 )
 
@@ -43,6 +46,7 @@ type record struct {
 
 func main() {
 	dsn := flag.String("dsn", "", "connection string of the registry (a role allowed to lease)")
+	driver := flag.String("driver", "pgx", "the database/sql driver of the leases: pgx (v4) or postgres (lib/pq)")
 	generators := flag.Int("generators", 3, "leased generators (one lease each at a time)")
 	workers := flag.Int("workers", 4, "goroutines calling New on each generator")
 	seconds := flag.Float64("seconds", 10, "how long to generate")
@@ -61,7 +65,7 @@ func main() {
 		host, _ := os.Hostname()
 		*holder = fmt.Sprintf("go-%s-%d", host, os.Getpid())
 	}
-	db, err := sql.Open("pgx", *dsn)
+	db, err := sql.Open(*driver, *dsn)
 	if err != nil {
 		fatal(err)
 	}
