@@ -57,8 +57,17 @@ def sno_to_bytes(id):
 
 def sno_from_bytes(raw):
     """The 16-character text of 10 raw bytes (what ``id::bytea`` or a binary result gives)."""
-    n = int.from_bytes(sno_to_bytes(raw), "big")
-    return "".join(ALPHABET[(n >> (5 * (15 - i))) & 31] for i in range(16))
+    return _text(int.from_bytes(sno_to_bytes(raw), "big"))
+
+
+# The two digits of every 10-bit value, for _text.
+_PAIRS = [a + b for a in ALPHABET for b in ALPHABET]
+
+
+def _text(n, p=_PAIRS):
+    """The text of an ID given as its 80 bits (an int below 2**80): two digits per lookup."""
+    return "".join((p[n >> 70], p[n >> 60 & 1023], p[n >> 50 & 1023], p[n >> 40 & 1023],
+                    p[n >> 30 & 1023], p[n >> 20 & 1023], p[n >> 10 & 1023], p[n & 1023]))
 
 
 def normalize(id):

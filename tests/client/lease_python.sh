@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# shellcheck source-path=SCRIPTDIR
+# The Python lease client (python/sno_pg/lease.py, issue 32) with psycopg 3:
+#   1. its pure tests (python/tests/test_lease.py: a fake registry and a fake clock; window
+#      refusals, a clock behind the registry's or stepped back, a slice used up, renewal and
+#      its failures, fork), no server;
+#   2. tests/client/lease_python.py against the live cluster, as a role that may lease (EXECUTE
+#      on the three lease functions) and one that may not: misuse SQLSTATEs (42501, 22023); a
+#      generator with ttl 2 s stamped by four threads for 5 s (renewals in the background, IDs
+#      past the first window's end), a child forked meanwhile (a lease of its own, renewed and
+#      released), a slice of 8 sequences used up, close() releasing (the old token then 55000),
+#      renewal refused (EXECUTE revoked) stopping the IDs at expires_at and a new lease after
+#      the grant is back; then over every ID, with 10,000 of sno_generate's: zero duplicates, and
+#      each inside its own lease's window, partition and slice as sno_leases shows them.
+# About 20 s. It makes and drops the databases sno_lease_py and sno_lease_py_ext and the roles
+# sno_lease_py_app and sno_lease_py_nogrant (each run takes a reserved partition or two into
+# a lease pool for good, as every new pool does).
+#
+# psycopg 3 comes from the venv drivers_python.sh fills (${SNO_WORK}/venv-drivers, from
+# tests/drivers/python/requirements.txt: PyPI), made here too when missing; sno_pg from python/
+# (PYTHONPATH).
+#
+# Usage: lease_python.sh SOCKET_DIR PORT BINDIR   (run by .ci/test)
+set -euo pipefail
+host="$1" port="$2" bindir="$3"
+export PGHOST="$host" PGPORT="$port" PGUSER=postgres
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+db=sno_lease_py
+db_ext=sno_lease_py_ext
+app=sno_lease_py_app
+nogrant=sno_lease_py_nogrant
+# shellcheck source=lib.bash
+source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
+psql() { "$bindir/psql" -X -q -v ON_ERROR_STOP=1 "$@"; }
+t0=$SECONDS
+
+# The venv with psycopg 3, as drivers_python.sh fills it (same lock, same requirements).
+venv="$SNO_WORK/venv-drivers"
+req="$root/tests/drivers/python/requirements.txt"
+mkdir -p "$SNO_WORK"
+exec 9>"$SNO_WORK/venv-drivers.lock"
+flock 9
+if [[ ! -x "$venv/bin/python" ]] || ! cmp -s "$req" "$venv/sno-requirements.txt"; then
+    echo "(installing the Python drivers into $venv)"
+    { [[ -x "$venv/bin/python" ]] || "${SNO_PYTHON:-python3}" -m venv "$venv"; } ||
+        die "could not make a venv with ${SNO_PYTHON:-python3} -m venv"
+    "$venv/bin/python" -m pip install -q --disable-pip-version-check -r "$req" ||
+        die "pip install -r tests/drivers/python/requirements.txt failed"
+    cp "$req" "$venv/sno-requirements.txt"
+fi
+flock -u 9
+# No __pycache__ left in the work tree.
+export PYTHONPATH="$root/python" PYTHONDONTWRITEBYTECODE=1
+versions="$("$venv/bin/python" -c 'import sys, psycopg; print(f"Python {sys.version.split()[0]}, psycopg {psycopg.__version__}")')"
+
+# 1. The pure tests.
+rc=0
+out="$("$venv/bin/python" -m unittest discover -s "$root/python/tests" 2>&1)" || rc=$?
+summary="$(grep -E '^Ran [0-9]+ tests' <<<"$out" || true)"
+check "pure tests of sno_pg.lease (python/tests, $versions): ${summary:-no summary}" "$rc $(tail -n 1 <<<"$out")" "0 OK"
+((rc == 0)) || tail -n 40 <<<"$out"
+
+# 2. Against the live cluster.
+cleanup() {
+    psql -d postgres -c "SET client_min_messages = warning" -c "DROP DATABASE IF EXISTS $db" \
+        -c "DROP DATABASE IF EXISTS $db_ext" -c "DROP ROLE IF EXISTS $app" -c "DROP ROLE IF EXISTS $nogrant"
+}
+cleanup
+psql -d postgres -c "CREATE DATABASE $db" -c "CREATE DATABASE $db_ext" \
+    -c "CREATE ROLE $app LOGIN" -c "CREATE ROLE $nogrant LOGIN"
+grant="GRANT EXECUTE ON FUNCTION sno_lease_acquire(text, interval, int4), sno_lease_renew(bigint, uuid, interval), sno_lease_release(bigint, uuid) TO $app"
+psql -d "$db" -c "SET client_min_messages = warning" -c "CREATE EXTENSION sno" -c "$grant" \
+    -c "CREATE TABLE ids (id sno NOT NULL, holder text NOT NULL)" \
+    -c "CREATE TABLE orders (id sno PRIMARY KEY, item text)" -c "GRANT INSERT, SELECT ON orders TO $app"
+psql -d "$db_ext" -c "SET client_min_messages = warning" -c "CREATE SCHEMA ext" -c "CREATE EXTENSION sno SCHEMA ext" \
+    -c "GRANT USAGE ON SCHEMA ext TO $app" -c "SET search_path = ext" -c "$grant"
+
+rc=0
+out="$(cd "$root/tests/client" && timeout 120 "$venv/bin/python" lease_python.py "$host" "$port" "$db" "$db_ext" 2>&1)" || rc=$?
+grep -E '^(ok|FAIL): ' <<<"$out" || true
+summary="$(grep -E '^[0-9]+ passed, [0-9]+ failed$' <<<"$out" || true)"
+check "python lease client against the server: exit code, failures" "$rc ${summary#* passed, }" "0 0 failed"
+if ((fail)); then
+    echo "--- what else lease_python.py printed:"
+    grep -vE '^(ok|FAIL): ' <<<"$out" | tail -n 60
+else
+    grep -E '^\(' <<<"$out" || true
+fi
+cleanup
+echo "(lease_python: $((SECONDS - t0)) s, $summary)"
+exit "$fail"
