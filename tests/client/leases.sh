@@ -1,0 +1,251 @@
+#!/usr/bin/env bash
+# shellcheck source-path=SCRIPTDIR
+# Partition leases on real servers (the registry; the clients have tests of their own:
+# lease_go.sh, lease_python.sh, rust_drivers.sh, and the fleet trial lease_fleet.sh):
+#  1. Privilege and misuse: a role without EXECUTE is refused (42501); each bad argument gets
+#     its SQLSTATE and a message naming the value; every HINT is followed as printed and the
+#     call then works (a TTL over sno.lease_max_ttl: the ALTER ROLE it prints; a slice size:
+#     the size it proposes; a transaction block: the same call on its own; the role's limit:
+#     the ALTER ROLE it prints; a renewal of a released lease: a new acquire). The role cannot
+#     raise its own limit or maximum TTL. A wrong token renews and releases nothing.
+#  2. Hostile objects: another role's function pg_temp/public sha256, an operator = on
+#     (bigint, bigint) and a type sno_lease in a schema first in the caller's search_path
+#     change nothing: the calls work and return sno's type.
+#  3. 6 sessions acquiring, renewing and releasing leases of random sizes at once: no two
+#     leases ever granted share a (partition, sequence number) with overlapping windows.
+#  4. An asynchronous standby refuses (25006; its HINT: the primary, where the call works);
+#     then the standby stops receiving, the primary grants more leases (the lost tail) and is
+#     killed, the standby is promoted: the old primary's leases it knows are 'inherited', their
+#     renewal is refused (55000) and the HINT (a new acquire) works, on a partition none of the
+#     old primary's leases (lost ones included) used.
+#  5. A clone of the promoted server started beside it refuses (55000); the HINT followed (its
+#     original stopped for good, take_over) it grants, on a partition of its own.
+#  6. pg_dump of the registry's database restored into another database of the same server:
+#     it grants at once, on new partitions; into a fresh cluster: refused (55000) until the
+#     HINT's sno_lease_take_over(), then granted on partitions the dump does not name.
+#
+# Usage: SNO_PG_MAJOR=15 leases.sh SOCKET_DIR PORT BINDIR (own clusters on ports PORT+700 ..
+# PORT+720). Any other SNO_PG_MAJOR: skipped (leases are tested on PostgreSQL 15 only).
+set -euo pipefail
+
+if [[ "${SNO_PG_MAJOR:-}" != 15 ]]; then
+    echo "ok: skipped leases.sh: leases are tested on PostgreSQL 15 only (SNO_PG_MAJOR=${SNO_PG_MAJOR:-unset})"
+    exit 0
+fi
+
+# shellcheck source=cluster.bash
+source "$(dirname "${BASH_SOURCE[0]}")/cluster.bash"
+harness_setup leases "$3" $(($2 + 700)) $(($2 + 720))
+T0=$SECONDS
+export PGTZ=UTC
+
+qu() {
+    local n="$1" db="$2" u="$3"
+    shift 3
+    "${CL_BIN[$n]}/psql" -X -q -At -v ON_ERROR_STOP=1 -h "$CL_WORK" -p "${CL_PORT[$n]}" -U "$u" -d "$db" "$@"
+}
+q() { node_sql "$@"; }
+# as NODE USER SQL...: one session per statement list, on database postgres.
+as() {
+    local n="$1" u="$2" a=() s
+    shift 2
+    for s in "$@"; do a+=(-c "$s"); done
+    qu "$n" postgres "$u" "${a[@]}"
+}
+SAID="" STATE=""
+try() {
+    local n="$1" db="$2" u="$3" a=() s
+    shift 3
+    for s in "$@"; do a+=(-c "$s"); done
+    if SAID="$(qu "$n" "$db" "$u" -v VERBOSITY=verbose "${a[@]}" 2>&1)"; then
+        STATE=ok
+    else
+        STATE="$(sed -n 's/^\(psql:[^ ]* \)\{0,1\}ERROR:  \([0-9A-Z]\{5\}\): .*/\2/p' <<<"$SAID" | head -n 1)"
+        STATE="${STATE:-psql-failed}"
+    fi
+    # shellcheck disable=SC2001 # a sed expression
+    SAID="$(sed 's/^\(ERROR\|WARNING\):  [0-9A-Z]\{5\}: /\1:  /' <<<"$SAID")"
+}
+expect_state() {
+    local d="$1" want="$2"
+    shift 2
+    try "$@"
+    check "$d ($want)" "$STATE" "$want"
+    [[ "$STATE" == "$want" ]] || echo "  the server said: $SAID"
+}
+part() { echo "--- $* ($((SECONDS - T0)) s)"; }
+# hint_stmt N: the Nth SQL statement of the last error's HINT (SELECT ... ; or ALTER ... ;).
+hint_stmt() { msg_field HINT "$SAID" | grep -oE "(SELECT|ALTER ROLE) [^;]*;" | sed -n "${1}p"; }
+ACQ="SELECT concat_ws('|', lease, token, partition, sequence_min, sequence_max) FROM sno_lease_acquire"
+GRANTS="GRANT EXECUTE ON FUNCTION sno_lease_acquire(text, interval, int4), sno_lease_renew(int8, uuid, interval), sno_lease_release(int8, uuid) TO"
+# conflicts NODE DB: pairs of leases of DB that could stamp one ID (0 expected).
+conflicts() {
+    qu "$1" "$2" postgres -c "SELECT count(*) FROM sno_internal.leases a JOIN sno_internal.leases b
+        ON a.lease < b.lease AND a.partition = b.partition
+       AND a.sequence_min <= b.sequence_max AND b.sequence_min <= a.sequence_max
+       AND a.not_before < b.expires_at AND b.not_before < a.expires_at"
+}
+
+node_init a
+node_clock_mode a none
+node_cmdline a shared_preload_libraries=sno
+node_start a || die "a did not start"
+q a "CREATE EXTENSION sno" "CREATE ROLE svc LOGIN" "CREATE ROLE other LOGIN"
+
+part "1. privilege and misuse"
+expect_state "a role without EXECUTE" 42501 a postgres svc "$ACQ(holder => 'x', ttl => '1 min')"
+q a "$GRANTS svc" >/dev/null
+l1="$(as a svc "$ACQ(holder => 'one', ttl => '1 min')")"
+check "granted: partition in the reserved range, 1024 numbers" \
+    "$(IFS='|' read -r _ _ p mi ma <<<"$l1"; echo "$((p >= 61440 && p <= 65535))|$((ma - mi + 1))")" "1|1024"
+expect_state "ttl NULL" 22004 a postgres svc "$ACQ(holder => 'x', ttl => NULL)"
+expect_state "ttl 0" 22023 a postgres svc "$ACQ(holder => 'x', ttl => '0')"
+check "  names the value" "$(msg_field ERROR "$SAID" | grep -c 'lease TTL 0 s is out of range')" 1
+expect_state "ttl -1 min" 22023 a postgres svc "$ACQ(holder => 'x', ttl => '-1 min')"
+expect_state "ttl 500 ms" 22023 a postgres svc "$ACQ(holder => 'x', ttl => '500 ms')"
+expect_state "ttl 1 hour, over sno.lease_max_ttl (600 s)" 22023 a postgres svc "$ACQ(holder => 'x', ttl => '1 hour')"
+stmt="$(hint_stmt 1)"
+check "  its HINT's statement" "$stmt" "ALTER ROLE \"svc\" SET sno.lease_max_ttl = '1200s';"
+expect_state "  the role cannot run it itself" 42501 a postgres svc "$stmt"
+expect_state "  nor SET the maximum in its session" 42501 a postgres svc "SET sno.lease_max_ttl = 3600"
+q a "$stmt" >/dev/null
+expect_state "  after the superuser ran it, 20 min works in a new session of the role" ok a postgres svc "$ACQ(holder => 'x', ttl => '20 min')"
+expect_state "sequences 12" 22023 a postgres svc "$ACQ(holder => 'x', ttl => '1 min', sequences => 12)"
+hs="$(msg_field HINT "$SAID" | grep -oE 'sequences => [0-9]+')"
+check "  its HINT proposes" "$hs" "sequences => 16"
+expect_state "  which works" ok a postgres svc "$ACQ(holder => 'x', ttl => '1 min', $hs)"
+expect_state "sequences 4 (muyo/sno needs 6)" 22023 a postgres svc "$ACQ(holder => 'x', ttl => '1 min', sequences => 4)"
+expect_state "sequences 131072" 22023 a postgres svc "$ACQ(holder => 'x', ttl => '1 min', sequences => 131072)"
+expect_state "inside BEGIN ... COMMIT" 25001 a postgres svc "BEGIN" "$ACQ(holder => 'x', ttl => '1 min')"
+check "  HINT" "$(msg_field HINT "$SAID")" "Call it as a statement of its own, outside BEGIN ... COMMIT (in autocommit mode)."
+expect_state "  the same call on its own" ok a postgres svc "$ACQ(holder => 'x', ttl => '1 min')"
+expect_state "inside a READ ONLY... no: a read-only session" 25006 a postgres svc "SET default_transaction_read_only = on" "$ACQ(holder => 'x', ttl => '1 min')"
+q a "ALTER ROLE svc SET sno.lease_limit = 6" >/dev/null
+expect_state "the role cannot raise its limit" 42501 a postgres svc "SET sno.lease_limit = 100"
+n=0
+while [[ "$(as a svc "SELECT count(*) < 6 FROM sno_leases WHERE grantee = 'svc' AND state = 'active'")" == t ]]; do
+    as a svc "$ACQ(holder => 'fill', ttl => '1 min')" >/dev/null
+    n=$((n + 1))
+done
+expect_state "the 7th active lease of a role limited to 6" 53400 a postgres svc "$ACQ(holder => 'x', ttl => '1 min')"
+stmt="$(hint_stmt 2)"
+check "  its HINT's second statement" "$stmt" "ALTER ROLE \"svc\" SET sno.lease_limit = 12;"
+q a "$stmt" >/dev/null
+expect_state "  after the superuser ran it" ok a postgres svc "$ACQ(holder => 'x', ttl => '1 min')"
+IFS='|' read -r id tok _ <<<"$l1"
+expect_state "renew with a wrong token" 42501 a postgres svc "SELECT sno_lease_renew(lease => $id, token => gen_random_uuid(), ttl => '1 min')"
+expect_state "release with a wrong token" 42501 a postgres svc "SELECT sno_lease_release(lease => $id, token => gen_random_uuid())"
+check "  released nothing" "$(q a "SELECT state FROM sno_leases WHERE lease = $id")" active
+before="$(q a "SELECT expires_at FROM sno_leases WHERE lease = $id")"
+r="$(as a svc "SELECT concat_ws('|', lease, partition, sequence_min, expires_at > '$before') FROM sno_lease_renew(lease => $id, token => '$tok', ttl => '5 min')")"
+check "renewed: same lease, partition and slice, a later end" "$r" "$id|$(cut -d'|' -f3 <<<"$l1")|$(cut -d'|' -f4 <<<"$l1")|t"
+as a svc "SELECT sno_lease_release(lease => $id, token => '$tok')" "SELECT sno_lease_release(lease => $id, token => '$tok')" >/dev/null
+check "released (twice: no error), its window not over" "$(q a "SELECT state FROM sno_leases WHERE lease = $id")" released
+expect_state "renewal of a released lease" 55000 a postgres svc "SELECT sno_lease_renew(lease => $id, token => '$tok', ttl => '1 min')"
+expect_state "  its HINT's statement, as the role" ok a postgres svc "$(hint_stmt 1 | sed "s/holder => \.\.\., ttl => \.\.\./holder => 'again', ttl => '1 min'/")"
+check "the role's own leases only: sno_lease_take_over refused" \
+    "$(try a postgres svc "SELECT sno_lease_take_over()"; echo "$STATE")" 42501
+
+part "2. hostile objects"
+q a "CREATE SCHEMA evil AUTHORIZATION other" "GRANT USAGE ON SCHEMA evil TO svc" "GRANT CREATE ON SCHEMA public TO other" >/dev/null
+as a other "CREATE FUNCTION evil.sha256(bytea) RETURNS bytea LANGUAGE sql AS \$\$SELECT 1/0; SELECT '\\x00'::bytea\$\$" \
+    "CREATE FUNCTION public.sha256(bytea) RETURNS bytea LANGUAGE sql AS \$\$SELECT 1/0; SELECT '\\x00'::bytea\$\$" \
+    "CREATE FUNCTION evil.ieq(bigint, bigint) RETURNS bool LANGUAGE sql AS 'SELECT 1/0 = 1'" \
+    "CREATE OPERATOR evil.= (LEFTARG = bigint, RIGHTARG = bigint, FUNCTION = evil.ieq)" \
+    "CREATE TYPE evil.sno_lease AS (x int)" >/dev/null
+check "  the hostile objects fail when used" "$(try a postgres svc "SET search_path = evil, pg_catalog, public" "SELECT sha256('x'::bytea)"; echo "$STATE")" 22012
+l2="$(as a svc "SET search_path = evil, pg_catalog, public" "$ACQ(holder => 'hostile', ttl => '1 min')")"
+IFS='|' read -r id2 tok2 _ <<<"$l2"
+check "with another role's objects first in search_path: acquire, renew, release work" \
+    "$(as a svc "SET search_path = evil, pg_catalog, public" \
+        "SELECT pg_typeof(sno_lease_renew(lease => $id2, token => '$tok2', ttl => '1 min'))::text" \
+        "SELECT count(*) FROM (SELECT sno_lease_release(lease => $id2, token => '$tok2')) r" "SELECT state FROM sno_leases WHERE lease = $id2")" "$(printf 'public.sno_lease\n1\nreleased')"
+
+part "3. six sessions at once"
+q a "ALTER ROLE postgres SET sno.lease_limit = 65536" >/dev/null
+pids=()
+for s in 1 2 3 4 5 6; do
+    (for i in $(seq 25); do
+        l="$(as a postgres "$ACQ(holder => 'c$s', ttl => '$((1 + i % 3)) s', sequences => $((8 << (3 * ((s + i) % 5)))))")"
+        IFS='|' read -r lid ltok _ <<<"$l"
+        if ((i % 3 == 0)); then as a postgres "SELECT sno_lease_renew(lease => $lid, token => '$ltok', ttl => '2 s')" >/dev/null; fi
+        if ((i % 4 == 0)); then as a postgres "SELECT sno_lease_release(lease => $lid, token => '$ltok')" >/dev/null; fi
+        if ((i % 10 == 0)); then sleep 1; fi
+    done) &
+    pids+=($!)
+done
+ok=0
+for p in "${pids[@]}"; do wait "$p" || ok=1; done
+check "every call of the six sessions worked" "$ok" 0
+check "  $(q a "SELECT count(*) FROM sno_internal.leases") leases: none could stamp an ID another can" "$(conflicts a postgres)" 0
+
+part "4. an asynchronous standby, a failover with a lost tail"
+node_basebackup a b standby
+node_clock_mode b none
+node_cmdline b shared_preload_libraries=sno
+node_start b || die "b did not start"
+node_wait_catchup b a
+expect_state "acquire on the standby" 25006 b postgres svc "$ACQ(holder => 'x', ttl => '1 min')"
+check "  HINT" "$(msg_field HINT "$SAID")" "Connect to the primary server and call it there."
+seen="$(as a svc "$ACQ(holder => 'known', ttl => '5 min')")"
+node_wait_catchup b a
+node_stop b fast
+lost=()
+for i in 1 2 3; do lost+=("$(as a svc "$ACQ(holder => 'lost$i', ttl => '5 min', sequences => 65536)")"); done
+old_parts="$(q a "SELECT string_agg(DISTINCT partition::text, ' ') FROM sno_internal.leases")"
+node_kill a
+node_start b || die "b did not restart"
+node_promote b
+IFS='|' read -r sid stok _ <<<"$seen"
+check "the promoted standby knows the lease it received, as inherited; not the lost ones" \
+    "$(q b "SELECT state FROM sno_leases WHERE lease = $sid")|$(q b "SELECT count(*) FROM sno_leases WHERE holder LIKE 'lost%'")" "inherited|0"
+expect_state "renewal of an inherited lease" 55000 b postgres svc "SELECT sno_lease_renew(lease => $sid, token => '$stok', ttl => '1 min')"
+check "  says why" "$(msg_field ERROR "$SAID" | grep -c 'granted before a failover, copy or restore')" 1
+new="$(as b svc "$(hint_stmt 1 | sed "s/holder => \.\.\., ttl => \.\.\./holder => 'after', ttl => '1 min', sequences => 65536/")")"
+np="$(cut -d'|' -f3 <<<"$new")"
+# shellcheck disable=SC2086 # a list
+check_distinct "  the HINT's acquire works, on partition $np, none of the old primary's (lost tail included)" "$np" $old_parts
+
+part "5. a clone beside its original"
+node_basebackup b c
+node_clock_mode c none
+node_cmdline c shared_preload_libraries=sno
+node_start c || die "c did not start"
+expect_state "acquire on a clone" 55000 c postgres svc "$ACQ(holder => 'x', ttl => '1 min')"
+stmt="$(hint_stmt 1)"
+check "  its HINT's statement" "$stmt" "SELECT sno_generator_initialize(take_over => true);"
+node_stop b immediate
+q c "$stmt" >/dev/null
+cl="$(as c svc "$ACQ(holder => 'clone', ttl => '1 min', sequences => 65536)")"
+# shellcheck disable=SC2086 # a list
+check_distinct "  after its original stopped and the statement ran: granted, on a partition of its own" \
+    "$(cut -d'|' -f3 <<<"$cl")" "$np" $old_parts
+
+part "6. pg_dump and restore"
+dump="$CL_WORK/leases.dump"
+as_pg "${CL_BIN[c]}/pg_dump" -h "$CL_WORK" -p "${CL_PORT[c]}" -U postgres -Fc -f "$dump" postgres
+dumped="$(q c "SELECT string_agg(partition::text, ' ') FROM sno_internal.lease_partitions")"
+q c "CREATE DATABASE copy" >/dev/null
+as_pg "${CL_BIN[c]}/pg_restore" -h "$CL_WORK" -p "${CL_PORT[c]}" -U postgres -d copy "$dump"
+same="$(qu c copy svc -c "$ACQ(holder => 'copy', ttl => '1 min', sequences => 65536)")"
+# shellcheck disable=SC2086 # a list
+check_distinct "restored into another database of the same server: granted at once, on a new partition" \
+    "$(cut -d'|' -f3 <<<"$same")" $dumped "$(cut -d'|' -f3 <<<"$cl")"
+node_init d
+node_clock_mode d none
+node_cmdline d shared_preload_libraries=sno
+node_start d || die "d did not start"
+q d "CREATE ROLE svc LOGIN" "CREATE ROLE other LOGIN" >/dev/null
+as_pg "${CL_BIN[d]}/pg_restore" -h "$CL_WORK" -p "${CL_PORT[d]}" -U postgres -d postgres "$dump" 2>"$CL_WORK/restore.log" ||
+    grep -v "evil\|already exists" "$CL_WORK/restore.log" | head
+expect_state "restored into a fresh cluster: acquire" 55000 d postgres svc "$ACQ(holder => 'x', ttl => '1 min')"
+stmt="$(hint_stmt 1)"
+check "  its HINT's statement" "$stmt" "SELECT sno_lease_take_over();"
+check "  sno_leases shows the restored leases" "$(q d "SELECT count(*) > 0 FROM sno_leases")" t
+q d "$stmt" >/dev/null
+fresh="$(as d svc "$ACQ(holder => 'fresh', ttl => '1 min', sequences => 65536)")"
+# shellcheck disable=SC2086 # a list
+check_distinct "  after it ran: granted, on a partition the dump does not name" "$(cut -d'|' -f3 <<<"$fresh")" $dumped
+
+echo "leases.sh: $((SECONDS - T0)) s"
+exit "$fail"
