@@ -471,7 +471,7 @@ impl Problem<'_> {
                 Code::ERRCODE_ACTIVE_SQL_TRANSACTION,
                 "sno partition leases cannot be acquired, renewed or released inside a transaction block",
             )
-            .detail("A lease is handed out when its statement commits; inside BEGIN ... COMMIT a later rollback would take back a lease its holder already uses.")
+            .detail("A lease is handed out when its statement commits; inside BEGIN ... COMMIT, a savepoint or a PL/pgSQL block with EXCEPTION, a later rollback would take back a lease its holder already uses.")
             .hint("Call it as a statement of its own, outside BEGIN ... COMMIT (in autocommit mode)."),
             Problem::LeaseNull(arg) => Report::new(
                 Code::ERRCODE_NULL_VALUE_NOT_ALLOWED,
