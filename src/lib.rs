@@ -2,7 +2,7 @@
 //! [muyo/sno](https://github.com/muyo/sno), for Rust applications and, as a PostgreSQL
 //! extension, a native `sno` column type with an in-database generator.
 //!
-//! One crate, three layers, each in its own folder:
+//! One crate, three layers and a generator for services, each in its own folder:
 //! - [`id`]: the value. [`Sno`], its 10-byte layout, the 16-character text form, time
 //!   conversions; with the features `serde`, `postgres` (`postgres-types`: `tokio-postgres`,
 //!   `postgres`), `sqlx`, `diesel` and `sea-orm`, its support in those crates. This is what a Rust service uses.
@@ -10,6 +10,11 @@
 //!   ID twice, the durable state file format, and the lineage of a data directory (which
 //!   partitions its copies, standbys and upgrades may use).
 //! - `pg` (features `pg15`..`pg18`): the PostgreSQL extension, a thin glue over the two others.
+//! - `lease` (feature `lease`): a generator for services that stamps IDs only inside a
+//!   partition lease the database granted (`sno_lease_acquire`), so that no two generators
+//!   anywhere make the same ID. Pure; with `lease-postgres` or `lease-tokio-postgres`, a keeper
+//!   that takes and renews the lease through the application's driver (`postgres` or
+//!   `tokio-postgres`, the one exception to "no driver in the library's features").
 //!
 //! The first two never depend on pgrx: without a `pgNN` feature the crate has no pgrx at all,
 //! so the compiler, not a convention, keeps PostgreSQL out of them.
@@ -41,6 +46,9 @@
 
 pub mod generator;
 pub mod id;
+#[cfg(feature = "lease")]
+#[cfg_attr(docsrs, doc(cfg(feature = "lease")))]
+pub mod lease;
 
 pub use id::Sno;
 

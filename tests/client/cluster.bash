@@ -499,3 +499,39 @@ ledger_partitions() {
     ledger_sql "SELECT string_agg(DISTINCT sno_partition(id)::text, ',') FROM ledger
                 WHERE node = '$1' AND phase LIKE '${2:-%}'"
 }
+
+# --- Running SQL as a role and checking its error (reserved_space.sh, leases.sh) -------------
+
+# qu NODE DB USER PSQL-ARGS...: psql as USER on database DB of NODE (unaligned, tuples only,
+# stopping at the first error).
+qu() {
+    local n="$1" db="$2" u="$3"
+    shift 3
+    "${CL_BIN[$n]}/psql" -X -q -At -v ON_ERROR_STOP=1 -h "$CL_WORK" -p "${CL_PORT[$n]}" -U "$u" -d "$db" "$@"
+}
+
+# try NODE DB USER SQL...: runs the statements in one session (stopping at the first error);
+# STATE is "ok" or the SQLSTATE of the error, SAID everything psql said.
+SAID="" STATE=""
+try() {
+    local n="$1" db="$2" u="$3" a=() s
+    shift 3
+    for s in "$@"; do a+=(-c "$s"); done
+    if SAID="$(qu "$n" "$db" "$u" -v VERBOSITY=verbose "${a[@]}" 2>&1)"; then
+        STATE=ok
+    else
+        STATE="$(sed -n 's/^\(psql:[^ ]* \)\{0,1\}ERROR:  \([0-9A-Z]\{5\}\): .*/\2/p' <<<"$SAID" | head -n 1)"
+        STATE="${STATE:-psql-failed}"
+    fi
+    # Without the SQLSTATE, as msg_field reads messages.
+    # shellcheck disable=SC2001 # a sed expression
+    SAID="$(sed 's/^\(ERROR\|WARNING\):  [0-9A-Z]\{5\}: /\1:  /' <<<"$SAID")"
+}
+# expect_state DESCRIPTION WANT NODE DB USER SQL...
+expect_state() {
+    local d="$1" want="$2"
+    shift 2
+    try "$@"
+    check "$d ($want)" "$STATE" "$want"
+    [[ "$STATE" == "$want" ]] || echo "  the server said: $SAID"
+}

@@ -39,11 +39,6 @@ harness_setup leases "$3" $(($2 + 700)) $(($2 + 720))
 T0=$SECONDS
 export PGTZ=UTC
 
-qu() {
-    local n="$1" db="$2" u="$3"
-    shift 3
-    "${CL_BIN[$n]}/psql" -X -q -At -v ON_ERROR_STOP=1 -h "$CL_WORK" -p "${CL_PORT[$n]}" -U "$u" -d "$db" "$@"
-}
 q() { node_sql "$@"; }
 # as NODE USER SQL...: one session per statement list, on database postgres.
 as() {
@@ -51,27 +46,6 @@ as() {
     shift 2
     for s in "$@"; do a+=(-c "$s"); done
     qu "$n" postgres "$u" "${a[@]}"
-}
-SAID="" STATE=""
-try() {
-    local n="$1" db="$2" u="$3" a=() s
-    shift 3
-    for s in "$@"; do a+=(-c "$s"); done
-    if SAID="$(qu "$n" "$db" "$u" -v VERBOSITY=verbose "${a[@]}" 2>&1)"; then
-        STATE=ok
-    else
-        STATE="$(sed -n 's/^\(psql:[^ ]* \)\{0,1\}ERROR:  \([0-9A-Z]\{5\}\): .*/\2/p' <<<"$SAID" | head -n 1)"
-        STATE="${STATE:-psql-failed}"
-    fi
-    # shellcheck disable=SC2001 # a sed expression
-    SAID="$(sed 's/^\(ERROR\|WARNING\):  [0-9A-Z]\{5\}: /\1:  /' <<<"$SAID")"
-}
-expect_state() {
-    local d="$1" want="$2"
-    shift 2
-    try "$@"
-    check "$d ($want)" "$STATE" "$want"
-    [[ "$STATE" == "$want" ]] || echo "  the server said: $SAID"
 }
 part() { echo "--- $* ($((SECONDS - T0)) s)"; }
 # hint_stmt N: the Nth SQL statement of the last error's HINT (SELECT ... ; or ALTER ... ;).

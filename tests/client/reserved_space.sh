@@ -56,13 +56,6 @@ T0=$SECONDS
 FIRST=61440
 export PGTZ=UTC
 
-# qu NODE DB USER PSQL-ARGS...: psql as USER on database DB of NODE (unaligned, tuples only,
-# stopping at the first error).
-qu() {
-    local n="$1" db="$2" u="$3"
-    shift 3
-    "${CL_BIN[$n]}/psql" -X -q -At -v ON_ERROR_STOP=1 -h "$CL_WORK" -p "${CL_PORT[$n]}" -U "$u" -d "$db" "$@"
-}
 # q NODE SQL...: as postgres on database postgres, one session.
 q() { node_sql "$@"; }
 # qd NODE DB SQL...: as postgres on DB, one session.
@@ -73,31 +66,6 @@ qd() {
     qu "$n" "$db" postgres "${a[@]}"
 }
 
-# try NODE DB USER SQL...: runs the statements in one session (stopping at the first error);
-# STATE is "ok" or the SQLSTATE of the error, SAID everything psql said.
-SAID="" STATE=""
-try() {
-    local n="$1" db="$2" u="$3" a=() s
-    shift 3
-    for s in "$@"; do a+=(-c "$s"); done
-    if SAID="$(qu "$n" "$db" "$u" -v VERBOSITY=verbose "${a[@]}" 2>&1)"; then
-        STATE=ok
-    else
-        STATE="$(sed -n 's/^\(psql:[^ ]* \)\{0,1\}ERROR:  \([0-9A-Z]\{5\}\): .*/\2/p' <<<"$SAID" | head -n 1)"
-        STATE="${STATE:-psql-failed}"
-    fi
-    # Without the SQLSTATE, as msg_field reads messages.
-    # shellcheck disable=SC2001 # a sed expression
-    SAID="$(sed 's/^\(ERROR\|WARNING\):  [0-9A-Z]\{5\}: /\1:  /' <<<"$SAID")"
-}
-# expect_state DESCRIPTION WANT NODE DB USER SQL...
-expect_state() {
-    local d="$1" want="$2"
-    shift 2
-    try "$@"
-    check "$d ($want)" "$STATE" "$want"
-    [[ "$STATE" == "$want" ]] || echo "  the server said: $SAID"
-}
 
 # gt A B: 1 when A and B are numbers and A > B, else 0 (never an arithmetic error).
 gt() { [[ "$1" =~ ^[0-9]+$ && "$2" =~ ^[0-9]+$ ]] && (($1 > $2)) && echo 1 || echo 0; }

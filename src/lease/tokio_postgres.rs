@@ -1,0 +1,416 @@
+//! Leases through `tokio-postgres` (feature `lease-tokio-postgres`): the three calls
+//! ([`acquire`], [`renew`], [`release`]) on a [`Client`], and a [`LeaseKeeper`] that acquires
+//! a lease, renews it in a tokio task with a connection of its own, switches to a new lease
+//! when the old one cannot be renewed, and releases it on [`LeaseKeeper::shutdown`].
+//!
+//! ```no_run
+//! use sno::lease::{tokio_postgres::LeaseKeeper, LeaseConfig};
+//! use std::time::Duration;
+//!
+//! # async fn service() -> Result<(), Box<dyn std::error::Error>> {
+//! let dsn = "host=/var/run/postgresql dbname=app user=orders";
+//! let keeper = LeaseKeeper::start(
+//!     LeaseConfig::new("orders-api").ttl(Duration::from_secs(60)),
+//!     // Called again whenever the connection is lost: its own connection, in autocommit.
+//!     move || async move {
+//!         let (client, connection) = tokio_postgres::connect(dsn, tokio_postgres::NoTls).await?;
+//!         tokio::spawn(connection);
+//!         Ok(client)
+//!     },
+//! )
+//! .await?;
+//! let id = keeper.generate()?; // no round trip, no await
+//! keeper.shutdown().await; // releases the lease
+//! # Ok(()) }
+//! ```
+//!
+//! The task runs on the runtime `start` is called on, which needs its timers (`enable_time`,
+//! or `enable_all`). Each call is bounded by [`LeaseConfig::call_timeout`]: past it the
+//! connection is dropped and the keeper connects again. While renewals fail the generator
+//! stamps until the window's end, then refuses
+//! ([`GenerateError::Expired`](super::GenerateError::Expired)). `generate` never awaits; it
+//! may sleep (block) up to [`LeaseConfig::max_clock_wait`] when this host's clock is behind
+//! the registry's at the start of a lease: set it to zero to refuse at once instead.
+//!
+//! Dropping the keeper without `shutdown` stops the task, which still releases the lease if
+//! the runtime goes on. A forked child (tokio does not survive a fork) cannot use the parent's
+//! keeper: its generator refuses with [`GenerateError::Forked`](super::GenerateError::Forked)
+//! and dropping the keeper there does nothing; start a new runtime and keeper in the child.
+
+use super::{
+    after_renew_error, lease_from_columns, process_id, AfterRenewError, Backoff, BadRow, Granted,
+    Lease, LeaseConfig, LeaseError, LeasedGenerator, Status,
+};
+use crate::Sno;
+use ::tokio_postgres::{Client, Row};
+use std::fmt;
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+use std::time::{Instant, SystemTime};
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+/// An error of a lease call or of starting a keeper.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Error {
+    /// The server's error or the connection's. The SQLSTATEs of `sno_lease_*`: 42501 (the role
+    /// may not lease, or a wrong token), 22023 (a TTL or a slice size out of range), 55000
+    /// (the lease cannot be renewed: acquire another), 53400 (the role's limit of active
+    /// leases, `sno.lease_limit`), 54000 (the reserved space used up), 25006 (a standby:
+    /// connect to the primary), 25001 (inside a transaction block).
+    Db(::tokio_postgres::Error),
+    /// The server returned a lease the generator cannot take.
+    Lease(LeaseError),
+    /// The server's row had a bad column.
+    Row(BadRow),
+    /// A call took longer than [`LeaseConfig::call_timeout`].
+    Timeout,
+}
+
+impl Error {
+    /// The server's SQLSTATE, if the server answered with an error.
+    pub fn sqlstate(&self) -> Option<&str> {
+        match self {
+            Error::Db(e) => e.code().map(|c| c.code()),
+            _ => None,
+        }
+    }
+
+    /// Whether the connection is unusable: the keeper connects again.
+    fn connection_lost(&self) -> bool {
+        match self {
+            Error::Db(e) => e.is_closed() || e.as_db_error().is_none(),
+            Error::Timeout => true,
+            _ => false,
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Db(e) => match e.as_db_error() {
+                Some(db) => write!(f, "{} (SQLSTATE {})", db.message(), db.code().code()),
+                None => write!(f, "{e}"),
+            },
+            Error::Lease(e) => write!(f, "{e}"),
+            Error::Row(e) => write!(f, "{e}"),
+            Error::Timeout => f.write_str("a sno lease call timed out"),
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Db(e) => Some(e),
+            Error::Lease(e) => Some(e),
+            Error::Row(e) => Some(e),
+            Error::Timeout => None,
+        }
+    }
+}
+
+impl From<::tokio_postgres::Error> for Error {
+    fn from(e: ::tokio_postgres::Error) -> Error {
+        Error::Db(e)
+    }
+}
+
+impl From<LeaseError> for Error {
+    fn from(e: LeaseError) -> Error {
+        Error::Lease(e)
+    }
+}
+
+fn granted(row: &Row) -> Result<Granted, Error> {
+    let received = Instant::now();
+    let lease = lease_from_columns(
+        row.try_get(0)?,
+        row.try_get::<_, &str>(1)?,
+        row.try_get(2)?,
+        row.try_get(3)?,
+        row.try_get(4)?,
+        row.try_get(5)?,
+        row.try_get(6)?,
+        row.try_get(7)?,
+        row.try_get(8)?,
+    )
+    .map_err(Error::Row)?;
+    let server_now: SystemTime = row.try_get(9)?;
+    Ok(Granted {
+        lease,
+        server_now,
+        received,
+    })
+}
+
+/// A call bounded by `config.call_timeout`.
+async fn bounded<T>(
+    config: &LeaseConfig,
+    f: impl Future<Output = Result<T, ::tokio_postgres::Error>>,
+) -> Result<T, Error> {
+    match tokio::time::timeout(config.call_timeout, f).await {
+        Ok(r) => Ok(r?),
+        Err(_) => Err(Error::Timeout),
+    }
+}
+
+/// `sno_lease_acquire`: a new lease for `config.holder`, `config.ttl` and `config.sequences`.
+pub async fn acquire(client: &Client, config: &LeaseConfig) -> Result<Granted, Error> {
+    let sequences = i32::try_from(config.sequences).unwrap_or(i32::MAX);
+    let sql = config.sql().acquire;
+    let row = bounded(
+        config,
+        client.query_one(&sql, &[&config.holder, &config.ttl_micros(), &sequences]),
+    )
+    .await?;
+    granted(&row)
+}
+
+/// `sno_lease_renew`: the same lease with a later `expires_at`.
+pub async fn renew(client: &Client, config: &LeaseConfig, lease: &Lease) -> Result<Granted, Error> {
+    let sql = config.sql().renew;
+    let token = lease.token.to_string();
+    let row = bounded(
+        config,
+        client.query_one(&sql, &[&lease.lease, &token, &config.ttl_micros()]),
+    )
+    .await?;
+    granted(&row)
+}
+
+/// `sno_lease_release` (idempotent).
+pub async fn release(client: &Client, config: &LeaseConfig, lease: &Lease) -> Result<(), Error> {
+    let sql = config.sql().release;
+    let token = lease.token.to_string();
+    bounded(config, client.execute(&sql, &[&lease.lease, &token])).await?;
+    Ok(())
+}
+
+/// A leased generator kept alive by a tokio task: see the [module](self).
+pub struct LeaseKeeper {
+    generator: Arc<LeasedGenerator>,
+    status: Arc<Mutex<Status>>,
+    stop: Option<oneshot::Sender<()>>,
+    task: Option<JoinHandle<()>>,
+    pid: u32,
+}
+
+impl fmt::Debug for LeaseKeeper {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LeaseKeeper")
+            .field("generator", &self.generator)
+            .finish_non_exhaustive()
+    }
+}
+
+impl LeaseKeeper {
+    /// Connects, acquires a lease and spawns the renewal task on the current runtime.
+    /// `connect` makes the keeper's own connection (and spawns its connection future), now and
+    /// after each loss. An error here (the server's, such as 42501 for a role that may not
+    /// lease, or the connection's) is returned as it is, without retrying.
+    pub async fn start<F, Fut>(config: LeaseConfig, mut connect: F) -> Result<LeaseKeeper, Error>
+    where
+        F: FnMut() -> Fut + Send + 'static,
+        Fut: Future<Output = Result<Client, ::tokio_postgres::Error>> + Send + 'static,
+    {
+        let client = bounded(&config, connect()).await?;
+        let first = acquire(&client, &config).await?;
+        let generator = Arc::new(LeasedGenerator::with_options(
+            &first.lease,
+            config.generator_options(),
+        )?);
+        let mut status = Status::default();
+        status.granted(&first.lease, true);
+        let status = Arc::new(Mutex::new(status));
+        let (stop, stopped) = oneshot::channel();
+        let worker = Worker {
+            backoff: config.backoff(),
+            config,
+            connect,
+            client: Some(client),
+            lease: first.lease.clone(),
+            need_new: false,
+            generator: generator.clone(),
+            status: status.clone(),
+        };
+        let task = tokio::spawn(worker.run(stopped, first.renew_due()));
+        Ok(LeaseKeeper {
+            generator,
+            status,
+            stop: Some(stop),
+            task: Some(task),
+            pid: process_id(),
+        })
+    }
+
+    /// The generator (to share: it is an `Arc`).
+    pub fn generator(&self) -> &Arc<LeasedGenerator> {
+        &self.generator
+    }
+
+    /// A new ID (meta 0): [`LeasedGenerator::generate`].
+    pub fn generate(&self) -> Result<Sno, super::GenerateError> {
+        self.generator.generate()
+    }
+
+    /// The lease in use (its latest renewal).
+    pub fn lease(&self) -> Option<Lease> {
+        self.generator.lease()
+    }
+
+    /// What the keeper has seen (renewals, failures, the last error).
+    pub fn status(&self) -> Status {
+        if process_id() != self.pid {
+            return Status::default();
+        }
+        self.status
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Stops the renewals, stops the generator and releases the lease (best effort, within
+    /// the call timeout), waiting for the task.
+    pub async fn shutdown(mut self) {
+        if process_id() != self.pid {
+            return; // Drop forgets the parent's task.
+        }
+        drop(self.stop.take());
+        if let Some(task) = self.task.take() {
+            let _ = task.await;
+        }
+    }
+}
+
+impl Drop for LeaseKeeper {
+    fn drop(&mut self) {
+        if process_id() != self.pid {
+            // A fork: the task, its runtime and the lease are the parent's.
+            std::mem::forget(self.stop.take());
+            std::mem::forget(self.task.take());
+            return;
+        }
+        // The task sees its channel closed, releases and ends (if the runtime goes on).
+        drop(self.stop.take());
+    }
+}
+
+/// The renewal task's state.
+struct Worker<F> {
+    config: LeaseConfig,
+    connect: F,
+    client: Option<Client>,
+    lease: Lease,
+    /// The lease cannot be renewed (55000, 42501): acquire a new one.
+    need_new: bool,
+    generator: Arc<LeasedGenerator>,
+    status: Arc<Mutex<Status>>,
+    backoff: Backoff,
+}
+
+impl<F, Fut> Worker<F>
+where
+    F: FnMut() -> Fut + Send + 'static,
+    Fut: Future<Output = Result<Client, ::tokio_postgres::Error>> + Send + 'static,
+{
+    async fn run(mut self, mut stopped: oneshot::Receiver<()>, mut due: Instant) {
+        // Until stopped (a message, or the keeper dropped its sender).
+        while tokio::time::timeout_at(tokio::time::Instant::from_std(due), &mut stopped)
+            .await
+            .is_err()
+        {
+            due = match self.step().await {
+                Ok(next) => {
+                    self.backoff.reset();
+                    next
+                }
+                Err(e) => {
+                    self.note(|s| s.failed(&e));
+                    Instant::now() + self.backoff.next_delay()
+                }
+            };
+        }
+        self.generator.revoke();
+        if self.ensure_client().await.is_ok() {
+            if let Some(c) = &self.client {
+                let _ = release(c, &self.config, &self.lease).await;
+            }
+        }
+    }
+
+    fn note(&self, f: impl FnOnce(&mut Status)) {
+        f(&mut self.status.lock().unwrap_or_else(|e| e.into_inner()));
+    }
+
+    async fn ensure_client(&mut self) -> Result<(), Error> {
+        if self.client.is_none() {
+            let fut = (self.connect)();
+            self.client = Some(bounded(&self.config, fut).await?);
+        }
+        Ok(())
+    }
+
+    /// Forgets a connection that is lost (the next step connects again).
+    fn check<T>(&mut self, r: Result<T, Error>) -> Result<T, Error> {
+        if let Err(e) = &r {
+            if e.connection_lost() {
+                self.client = None;
+            }
+        }
+        r
+    }
+
+    async fn renew_once(&mut self) -> Result<Granted, Error> {
+        self.ensure_client().await?;
+        let c = self.client.as_ref().expect("connected");
+        let r = renew(c, &self.config, &self.lease).await;
+        self.check(r)
+    }
+
+    async fn acquire_once(&mut self) -> Result<Granted, Error> {
+        self.ensure_client().await?;
+        let c = self.client.as_ref().expect("connected");
+        let r = acquire(c, &self.config).await;
+        self.check(r)
+    }
+
+    /// One renewal (or acquisition): when the next is due.
+    async fn step(&mut self) -> Result<Instant, Error> {
+        if !self.need_new {
+            match self.renew_once().await {
+                Ok(g) => match self.generator.renewed(&g.lease) {
+                    Ok(()) => {
+                        self.note(|s| s.granted(&g.lease, false));
+                        self.lease = g.lease.clone();
+                        return Ok(g.renew_due());
+                    }
+                    Err(e) => {
+                        // Not the lease renewed: a server fault; take another lease.
+                        self.note(|s| s.failed(&e));
+                        self.need_new = true;
+                    }
+                },
+                Err(e) if after_renew_error(e.sqlstate()) == AfterRenewError::AcquireNew => {
+                    self.note(|s| s.failed(&e));
+                    self.need_new = true;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        let g = self.acquire_once().await?;
+        self.generator.replace(&g.lease)?;
+        self.note(|s| s.granted(&g.lease, true));
+        let old = std::mem::replace(&mut self.lease, g.lease.clone());
+        self.need_new = false;
+        // The old lease: released (it may still be stamped until its end meanwhile, which the
+        // registry allows for: its slice is granted again only after that end).
+        if let Some(c) = &self.client {
+            let r = release(c, &self.config, &old).await;
+            let _ = self.check(r);
+        }
+        Ok(g.renew_due())
+    }
+}
