@@ -16,12 +16,19 @@
 #      number, and one sno_generate_at call (a session's first: a reserved partition granted)
 #      moves sno_reserved_granted up by one and sno_reserved_remaining down by one; its clock
 #      stepped back 10 s: regressions, flips and the tick-tock bit move; then sno.partition 9
-#      (ALTER SYSTEM, reload): source explicit, partition 9;
+#      (ALTER SYSTEM, reload): source explicit, partition 9; then partition leases of a role
+#      lease_svc (granted EXECUTE on the three lease functions): one kept, one released, one with
+#      a TTL of 3 s left unrenewed: past the midpoint between its renew_after and expires_at the
+#      exporter shows it overdue (and SnoLeaseRenewalsFailing's condition holds), after its end
+#      and a release then lapsed; the sno_leases_* and sno_lease_space_* series equal the views
+#      sno_leases and sno_lease_space (reserved_left equals sno_reserved_remaining);
 #   c  a pg_basebackup copy of p started beside it: sno_generate fails with SQLSTATE 55000, the
 #      exporter shows status copy, ready 0, no partition, and sno_reserved_may_grant 0 with p's
-#      grant counted;
+#      grant counted; its lease series equal its views (p's leases, copied: the kept one
+#      inherited);
 #   s  a streaming standby of p: status standby, ready 0, no partition series (its view shows
-#      the partition it will use once promoted, 9), p's sno_reserved counts;
+#      the partition it will use once promoted, 9), p's sno_reserved counts, its lease series
+#      equal its views (as on c);
 #   a Citus 13.2.2 cluster, coordinator co and workers w1, w2 (tests/citus/citus.bash), the
 #      role created on the coordinator only (Citus creates it, with its pg_monitor membership,
 #      on w1 and on w2 added later): an exporter on co with doc/monitoring/queries-citus.yaml
@@ -32,7 +39,8 @@
 # must be exported in these states (so a rule naming a series no exporter produces fails here),
 # and every doc/monitoring.md#anchor of the rules' annotations must be a heading of that page.
 # Then a real Prometheus (Debian's 2.42) scrapes the four exporters with those rules: the alerts
-# whose condition holds are exactly SnoGeneratorRefusing for c (not for the standby) and
+# whose condition holds are exactly SnoGeneratorRefusing for c (not for the standby),
+# SnoLeaseRenewalsFailing for p (its lapsed lease; not for c nor s, which grant no lease) and
 # SnoCitusPartitionShared for w1 and w2, every rule evaluates without error, and every scrape
 # ends within Prometheus's timeout (2 s). Last, no exporter logged an error.
 #
@@ -293,6 +301,49 @@ check_reserved() {
     check "exporter $1: sno_reserved_may_grant is $3" "$(m_value "$1" sno_reserved_may_grant)" "$3"
 }
 
+# The lease counts of role lease_svc, from the view sno_leases, as the exporter's sno_leases
+# namespace defines them: active, overdue, inherited, released, lapsed.
+LEASE_COUNTS="SELECT concat_ws(' ', count(*) FILTER (WHERE state = 'active'),
+       count(*) FILTER (WHERE state = 'active' AND now() > renew_after + (expires_at - renew_after) / 2),
+       count(*) FILTER (WHERE state = 'inherited'), count(*) FILTER (WHERE state = 'released'),
+       count(*) FILTER (WHERE state IN ('expired', 'ended') AND expires_at > now() - interval '10 minutes'
+                          AND (released_at IS NULL OR released_at >= expires_at)))
+    FROM sno_leases WHERE grantee = 'lease_svc'"
+
+# check_leases EXPORTER NODE [WANT]: the sno_leases_* series of lease_svc against the node's
+# view sno_leases (read right after the scrape), and WANT if given.
+check_leases() {
+    local got want m
+    got="$(for m in active overdue inherited released lapsed; do m_value "$1" "sno_leases_$m" grantee=lease_svc; done | xargs)"
+    want="$(node_sql "$2" "$LEASE_COUNTS")"
+    check "exporter $1: sno_leases_{active,overdue,inherited,released,lapsed} of lease_svc are $2's sno_leases ($want)" \
+        "$got" "$want"
+    [[ -z "${3:-}" ]] || check "exporter $1: lease_svc's leases active, overdue, inherited, released, lapsed: $3" "$got" "$3"
+}
+
+# check_lease_space EXPORTER NODE: each sno_lease_space_* series against the node's view
+# sno_lease_space, and reserved_left against sno_reserved_remaining.
+check_lease_space() {
+    local got want m
+    got="$(for m in share share_left reserved_left pool_partitions active_leases; do m_value "$1" "sno_lease_space_$m"; done | xargs)"
+    want="$(node_sql "$2" "SELECT concat_ws(' ', share, share_left, reserved_left, pool_partitions, active_leases) FROM sno_lease_space")"
+    check "exporter $1: sno_lease_space_{share,share_left,reserved_left,pool_partitions,active_leases} are $2's sno_lease_space ($want)" \
+        "$got" "$want"
+    check "exporter $1: sno_lease_space_reserved_left is sno_reserved_remaining" \
+        "$(m_value "$1" sno_lease_space_reserved_left)" "$(m_value "$1" sno_reserved_remaining)"
+}
+
+# renewals_failing EXPORTER: the grantees for which SnoLeaseRenewalsFailing's condition holds
+# in the last scrape (sno_leases_overdue + sno_leases_lapsed > 0, on a server that may grant).
+renewals_failing() {
+    local g
+    [[ "$(m_value "$1" sno_reserved_may_grant)" == 0 ]] && return 0
+    for g in $(m_label "$1" sno_leases_overdue grantee | sort -u); do
+        (($(m_value "$1" sno_leases_overdue "grantee=$g") + $(m_value "$1" sno_leases_lapsed "grantee=$g") > 0)) && echo "$g"
+    done
+    return 0
+}
+
 # check_costs NODE QUERIES: every query of the file, planned on NODE, costs less than
 # jit_above_cost: each scrape runs them all, and JIT compilation took 20 to 130 ms a query here.
 check_costs() {
@@ -345,8 +396,8 @@ for t in tp_ok tp_short; do
 done
 check "exporter p: the alert's condition (ahead < period) holds for tp_short only" \
     "$(for t in tp_ok tp_short; do
-           a="$(m_value p sno_time_partitions_ahead_seconds "table=$t")" per="$(m_value p sno_time_partitions_period_seconds "table=$t")"
-           awk -v a="$a" -v p="$per" -v t="$t" 'BEGIN { if (a < p) print t }'
+           ahead="$(m_value p sno_time_partitions_ahead_seconds "table=$t")" per="$(m_value p sno_time_partitions_period_seconds "table=$t")"
+           awk -v a="$ahead" -v p="$per" -v t="$t" 'BEGIN { if (a < p) print t }'
        done)" tp_short
 # Dropped before Prometheus evaluates the rules (its alert would be pending there, and this test
 # wants the alerts of the other states only); SnoTimePartitionMissing is tested by promtool.
@@ -392,6 +443,36 @@ check_status p p ready 1
 check "exporter p: source explicit, partition 9" \
     "$(m_label p sno_partition_partition source)|$(m_value p sno_partition_partition)" "explicit|9"
 
+echo "--- $((SECONDS - T0)) s: p: partition leases of lease_svc, one of 3 s left unrenewed"
+node_sql p "CREATE ROLE lease_svc LOGIN" \
+    "GRANT EXECUTE ON FUNCTION sno_lease_acquire(text, interval, int4), sno_lease_renew(int8, uuid, interval), sno_lease_release(int8, uuid) TO lease_svc" >/dev/null
+# lease_sql SQL...: each SQL a statement of its own (leases are refused in a transaction block),
+# as lease_svc.
+lease_sql() { node_sql p "SET ROLE lease_svc" "$@"; }
+lease_sql "SELECT lease FROM sno_lease_acquire(holder => 'svc-kept', ttl => '10 min', sequences => 8)" >/dev/null
+read -r rl rt <<<"$(lease_sql "SELECT lease || ' ' || token FROM sno_lease_acquire(holder => 'svc-released', ttl => '10 min', sequences => 8)")"
+lease_sql "SELECT sno_lease_release(lease => $rl, token => '$rt')" >/dev/null
+read -r ll lt <<<"$(lease_sql "SELECT lease || ' ' || token FROM sno_lease_acquire(holder => 'svc-late', ttl => '3 s', sequences => 8)")"
+# Past the midpoint between its renew_after (1 s in) and expires_at (3 s in), not renewed.
+sleep "$(node_sql p "SELECT greatest(extract(epoch FROM renew_after + (expires_at - renew_after) / 2 - now()), 0) + 0.2
+                     FROM sno_leases WHERE lease = $ll")"
+scrape p
+check "p: svc-late is active, past its midpoint and before its end" \
+    "$(node_sql p "SELECT state, now() > renew_after + (expires_at - renew_after) / 2, now() < expires_at FROM sno_leases WHERE lease = $ll")" \
+    "active|t|t"
+check_leases p p "2 1 0 1 0"
+check "exporter p: SnoLeaseRenewalsFailing's condition holds for lease_svc (its overdue lease)" "$(renewals_failing p)" lease_svc
+check_rule_names p '^sno_lease'
+# Past its end, then released (as a client does once its renewal is refused): lapsed.
+sleep "$(node_sql p "SELECT greatest(extract(epoch FROM expires_at - now()), 0) + 0.1 FROM sno_leases WHERE lease = $ll")"
+lease_sql "SELECT sno_lease_release(lease => $ll, token => '$lt')" >/dev/null
+scrape p
+check_leases p p "1 0 0 1 1"
+check "exporter p: SnoLeaseRenewalsFailing's condition holds for lease_svc (its lapsed lease)" "$(renewals_failing p)" lease_svc
+check_lease_space p p
+check "exporter p: share 1 (timeline 1), one pool partition, one active lease" \
+    "$(m_value p sno_lease_space_share) $(m_value p sno_lease_space_pool_partitions) $(m_value p sno_lease_space_active_leases)" "1 1 1"
+
 # --- c: a copy of p, refused --------------------------------------------------------------------------
 
 echo "--- $((SECONDS - T0)) s: c: a pg_basebackup copy of p started beside it"
@@ -406,6 +487,9 @@ check_health c
 check_status c c copy 0
 check_reserved c c 0
 check "exporter c: the copy counts p's grants" "$(m_value c sno_reserved_granted)" "$(m_value p sno_reserved_granted)"
+check_leases c c "0 0 1 1 1"
+check_lease_space c c
+check "exporter c: SnoLeaseRenewalsFailing's condition is left out on the copy (it grants no lease)" "$(renewals_failing c)" ""
 check "c: status_message says why" \
     "$(node_sql c "SELECT status_message LIKE 'this server is a copy of one that made IDs with partition 9%' FROM sno_generator")" t
 
@@ -422,6 +506,9 @@ check_health s
 check_status s s standby 0
 check_reserved s s 0
 check "exporter s: the standby counts p's grants" "$(m_value s sno_reserved_granted)" "$(m_value p sno_reserved_granted)"
+check_leases s s "0 0 1 1 1"
+check_lease_space s s
+check "exporter s: SnoLeaseRenewalsFailing's condition is left out on the standby" "$(renewals_failing s)" ""
 check "s: the view shows the partition the standby will use once promoted" \
     "$(node_sql s "SELECT partition, partition_source FROM sno_generator")" "9|sno.partition"
 
@@ -505,7 +592,8 @@ bg_start "$pd/log" "$PROMETHEUS" --config.file="$pd/prometheus.yml" --storage.ts
 http_wait "http://127.0.0.1:$PROM_PORT/-/ready" || { cat "$pd/log"; die "Prometheus did not start"; }
 want_alerts="SnoCitusPartitionShared $(node_label co) $(node_label w1)
 SnoCitusPartitionShared $(node_label co) $(node_label w2)
-SnoGeneratorRefusing $(node_label c) -"
+SnoGeneratorRefusing $(node_label c) -
+SnoLeaseRenewalsFailing $(node_label p) -"
 # prom_get PATH: GET PATH of the Prometheus API.
 prom_get() { curl -sf --max-time 2 "http://127.0.0.1:$PROM_PORT/api/v1/$1" || true; }
 # Until every exporter was scraped (a series up for each) and the rules evaluated after that.
@@ -520,7 +608,7 @@ done
 # Two more evaluations, after every target's first scrape: no other alert comes.
 sleep 2
 got="$(prom_get alerts | mon alerts 2>/dev/null || true)"
-check "Prometheus: the alerts whose condition holds: the copy refusing, w1 and w2 sharing a partition" "$got" "$want_alerts"
+check "Prometheus: the alerts whose condition holds: the copy refusing, p's lapsed lease, w1 and w2 sharing a partition" "$got" "$want_alerts"
 check "Prometheus: every exporter scraped within the 2 s timeout (up)" "$up" "1 1 1 1"
 [[ "$got" == "$want_alerts" ]] || { echo "  Prometheus's targets:"; prom_get targets | head -c 3000; echo; }
 health="$(prom_get rules | mon rule_health)"
