@@ -628,7 +628,7 @@ AS 'MODULE_PATHNAME', 'generator_info_wrapper';
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- src/pg/generator/durable.rs:581
+-- src/pg/generator/durable.rs:587
 -- sno::pg::generator::durable::sno_generator_initialize
 CREATE  FUNCTION "sno_generator_initialize"(
 	"force" bool DEFAULT false, /* bool */
@@ -753,7 +753,7 @@ SELECT @extschema@.sno_generator_initialize();
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- src/pg/generator/at.rs:279
+-- src/pg/generator/at.rs:281
 -- sno::pg::generator::at::sno_reserved_grant
 CREATE  FUNCTION "sno_reserved_grant"(
 	"above" INT DEFAULT NULL /* Option < i32 > */
@@ -764,7 +764,7 @@ AS 'MODULE_PATHNAME', 'sno_reserved_grant_wrapper';
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- src/pg/generator/at.rs:500
+-- src/pg/generator/at.rs:502
 -- sno::pg::generator::at::sno_reserved_relearn
 CREATE  FUNCTION "sno_reserved_relearn"() RETURNS INT /* i32 */
 STRICT VOLATILE PARALLEL UNSAFE
@@ -790,7 +790,7 @@ AS 'MODULE_PATHNAME', 'sno_reserved_space_wrapper';
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- src/pg/generator/at.rs:462
+-- src/pg/generator/at.rs:464
 -- sno::pg::generator::at::sno_reserved_grants_noted
 CREATE FUNCTION "sno_reserved_grants_noted"()
 	RETURNS TRIGGER
@@ -1468,7 +1468,7 @@ COMMENT ON PROCEDURE sno_drop_old_time_partitions(regclass, timestamptz) IS 'dro
 --   sno_lease_renew(lease int8, token uuid, ttl interval) RETURNS sno_lease
 --   sno_lease_release(lease int8, token uuid) RETURNS void
 --   sno_lease_take_over() RETURNS int4                     (superusers: after a restore)
---   sno_lease_partition_noted(int4, int8, oid) RETURNS bool  (the trigger's check)
+--   sno_lease_partition_noted(int4) RETURNS int4          (the trigger's judgment)
 --   sno_lease_incarnation() RETURNS int8                   (the view's)
 --   sno_lease_space() RETURNS TABLE (...)                  (the view sno_lease_space)
 
@@ -1526,23 +1526,24 @@ SELECT pg_catalog.pg_extension_config_dump('sno_internal.leases', '');
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- src/pg/generator/lease.rs:577
--- sno::pg::generator::lease::sno_lease_partition_noted
+-- src/pg/generator/lease.rs:274
+-- sno::pg::generator::lease::sno_lease_acquire
 -- requires:
 --   sno_leases
-CREATE  FUNCTION "sno_lease_partition_noted"(
-	"partition" INT, /* i32 */
-	"incarnation" bigint, /* i64 */
-	"database" oid /* pg_sys :: Oid */
-) RETURNS bool /* bool */
-STRICT VOLATILE PARALLEL UNSAFE 
+CREATE  FUNCTION "sno_lease_acquire"(
+	"holder" TEXT, /* Option < & str > */
+	"ttl" interval, /* Option < Interval > */
+	"sequences" INT DEFAULT 1024 /* Option < i32 > */
+) RETURNS sno_lease /* :: pgrx :: heap_tuple :: PgHeapTuple < '_, :: pgrx :: pgbox :: AllocatedByRust
+> */
+VOLATILE PARALLEL UNSAFE 
 SET search_path TO pg_catalog, pg_temp
 LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', 'sno_lease_partition_noted_wrapper';
+AS 'MODULE_PATHNAME', 'sno_lease_acquire_wrapper';
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- src/pg/generator/lease.rs:611
+-- src/pg/generator/lease.rs:673
 -- sno::pg::generator::lease::sno_lease_space
 -- requires:
 --   sno_leases
@@ -1557,7 +1558,44 @@ AS 'MODULE_PATHNAME', 'sno_lease_space_wrapper';
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- src/pg/generator/lease.rs:458
+-- src/pg/generator/lease.rs:609
+-- sno::pg::generator::lease::sno_lease_take_over
+-- requires:
+--   sno_leases
+CREATE  FUNCTION "sno_lease_take_over"() RETURNS INT /* i32 */
+STRICT VOLATILE PARALLEL UNSAFE 
+SET search_path TO pg_catalog, pg_temp
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'sno_lease_take_over_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- src/pg/generator/lease.rs:641
+-- sno::pg::generator::lease::sno_lease_partition_noted
+-- requires:
+--   sno_leases
+CREATE  FUNCTION "sno_lease_partition_noted"(
+	"partition" INT /* i32 */
+) RETURNS INT /* i32 */
+STRICT VOLATILE PARALLEL UNSAFE 
+SET search_path TO pg_catalog, pg_temp
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'sno_lease_partition_noted_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- src/pg/generator/lease.rs:665
+-- sno::pg::generator::lease::sno_lease_incarnation
+-- requires:
+--   sno_leases
+CREATE  FUNCTION "sno_lease_incarnation"() RETURNS bigint /* Option < i64 > */
+STRICT VOLATILE PARALLEL SAFE 
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'sno_lease_incarnation_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- src/pg/generator/lease.rs:519
 -- sno::pg::generator::lease::sno_lease_renew
 -- requires:
 --   sno_leases
@@ -1574,30 +1612,7 @@ AS 'MODULE_PATHNAME', 'sno_lease_renew_wrapper';
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- src/pg/generator/lease.rs:603
--- sno::pg::generator::lease::sno_lease_incarnation
--- requires:
---   sno_leases
-CREATE  FUNCTION "sno_lease_incarnation"() RETURNS bigint /* Option < i64 > */
-STRICT VOLATILE PARALLEL SAFE 
-LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', 'sno_lease_incarnation_wrapper';
-/* </end connected objects> */
-
-/* <begin connected objects> */
--- src/pg/generator/lease.rs:548
--- sno::pg::generator::lease::sno_lease_take_over
--- requires:
---   sno_leases
-CREATE  FUNCTION "sno_lease_take_over"() RETURNS INT /* i32 */
-STRICT VOLATILE PARALLEL UNSAFE 
-SET search_path TO pg_catalog, pg_temp
-LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', 'sno_lease_take_over_wrapper';
-/* </end connected objects> */
-
-/* <begin connected objects> */
--- src/pg/generator/lease.rs:527
+-- src/pg/generator/lease.rs:588
 -- sno::pg::generator::lease::sno_lease_release
 -- requires:
 --   sno_leases
@@ -1609,23 +1624,6 @@ VOLATILE PARALLEL UNSAFE
 SET search_path TO pg_catalog, pg_temp
 LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', 'sno_lease_release_wrapper';
-/* </end connected objects> */
-
-/* <begin connected objects> */
--- src/pg/generator/lease.rs:240
--- sno::pg::generator::lease::sno_lease_acquire
--- requires:
---   sno_leases
-CREATE  FUNCTION "sno_lease_acquire"(
-	"holder" TEXT, /* Option < & str > */
-	"ttl" interval, /* Option < Interval > */
-	"sequences" INT DEFAULT 1024 /* Option < i32 > */
-) RETURNS sno_lease /* :: pgrx :: heap_tuple :: PgHeapTuple < '_, :: pgrx :: pgbox :: AllocatedByRust
-> */
-VOLATILE PARALLEL UNSAFE 
-SET search_path TO pg_catalog, pg_temp
-LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', 'sno_lease_acquire_wrapper';
 /* </end connected objects> */
 
 /* <begin connected objects> */
@@ -1644,15 +1642,18 @@ AS 'MODULE_PATHNAME', 'sno_lease_acquire_wrapper';
 -- Since 0.8.0 (after the functions pgrx generates from src/pg/generator/lease.rs).
 
 -- A pool partition row inserted by anything but the registry itself (pg_restore, a data-only
--- load) is noted in this server's lineage as granted (never granted again), and marked
--- restored when it came from another server: no lease is granted here until
--- sno_lease_take_over(). Also under session_replication_role = replica.
+-- load) is noted in this server's lineage as granted (never granted again) and is never leased
+-- from: of no incarnation when this server had granted it (leases granted after the dump are not
+-- in it), restored when it came from another server (no lease is granted here until
+-- sno_lease_take_over()). Also under session_replication_role = replica.
 CREATE FUNCTION sno_internal.lease_partition_noted() RETURNS trigger
     LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
-    IF NOT @extschema@.sno_lease_partition_noted(NEW.partition, NEW.incarnation, NEW.database) THEN
-        NEW.restored := true;
-    END IF;
+    CASE @extschema@.sno_lease_partition_noted(NEW.partition)
+        WHEN 0 THEN NULL;                    -- the registry's own
+        WHEN 1 THEN NEW.incarnation := 0;    -- restored on this server: never leased from again
+        ELSE NEW.restored := true;           -- from another server: none leased until take-over
+    END CASE;
     RETURN NEW;
 END
 $$;
@@ -1666,24 +1667,24 @@ REVOKE ALL ON FUNCTION @extschema@.sno_lease_acquire(pg_catalog.text, pg_catalog
 REVOKE ALL ON FUNCTION @extschema@.sno_lease_renew(pg_catalog.int8, pg_catalog.uuid, pg_catalog.interval) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.sno_lease_release(pg_catalog.int8, pg_catalog.uuid) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.sno_lease_take_over() FROM PUBLIC;
-REVOKE ALL ON FUNCTION @extschema@.sno_lease_partition_noted(pg_catalog.int4, pg_catalog.int8, pg_catalog.oid) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.sno_lease_partition_noted(pg_catalog.int4) FROM PUBLIC;
 COMMENT ON FUNCTION @extschema@.sno_lease_acquire(pg_catalog.text, pg_catalog.interval, pg_catalog.int4) IS 'a new sno partition lease: a reserved partition''s sequence slice and a window of time, for a generator outside the database';
 COMMENT ON FUNCTION @extschema@.sno_lease_renew(pg_catalog.int8, pg_catalog.uuid, pg_catalog.interval) IS 'the same sno partition lease with a later end';
 COMMENT ON FUNCTION @extschema@.sno_lease_release(pg_catalog.int8, pg_catalog.uuid) IS 'the holder of this sno partition lease stopped (its slice is granted again only after its end)';
 COMMENT ON FUNCTION @extschema@.sno_lease_take_over() IS 'grant leases again in a database whose lease pool was restored from another server, once that server grants none';
 
 -- state: active (renewable), released (its window not over yet), expired, ended (released and
--- over), inherited (granted before a failover, copy or restore of this server: not renewable,
--- its holder stops at expires_at).
+-- over), inherited (granted before a failover, copy or restore of this server, released or not:
+-- not renewable, its holder stops at expires_at). active and released are this server's own.
 CREATE VIEW @extschema@.sno_leases AS
     SELECT l.lease, l.holder, l.grantee, l.partition, l.sequence_min, l.sequence_max,
            l.not_before, l.expires_at, l.ttl, l.acquired_at, l.renewed_at, l.renew_after, l.released_at,
            CASE
                WHEN l.expires_at OPERATOR(pg_catalog.<=) pg_catalog.now() THEN
                    CASE WHEN l.released_at IS NULL THEN 'expired' ELSE 'ended' END
-               WHEN l.released_at IS NOT NULL THEN 'released'
                WHEN p.restored OR p.database OPERATOR(pg_catalog.<>) d.oid
                     OR p.incarnation IS DISTINCT FROM @extschema@.sno_lease_incarnation() THEN 'inherited'
+               WHEN l.released_at IS NOT NULL THEN 'released'
                ELSE 'active'
            END AS state
     FROM sno_internal.leases l

@@ -6,7 +6,7 @@
 --   sno_lease_renew(lease int8, token uuid, ttl interval) RETURNS sno_lease
 --   sno_lease_release(lease int8, token uuid) RETURNS void
 --   sno_lease_take_over() RETURNS int4                     (superusers: after a restore)
---   sno_lease_partition_noted(int4, int8, oid) RETURNS bool  (the trigger's check)
+--   sno_lease_partition_noted(int4) RETURNS int4          (the trigger's judgment)
 --   sno_lease_incarnation() RETURNS int8                   (the view's)
 --   sno_lease_space() RETURNS TABLE (...)                  (the view sno_lease_space)
 

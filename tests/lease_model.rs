@@ -8,8 +8,8 @@
 //! * acquire: a server that grants ([`State::grants_blocked`] not set) takes the pool
 //!   partitions recorded for its incarnation (`lease_partitions`), the leases on them that end
 //!   after `now - SLACK_UNITS`, and asks [`lease::acquire`]; when the pool is full the lineage's
-//!   allocator grants a new reserved partition from the share of the server's WAL timeline
-//!   ([`State::grant_where`] with [`reserved::in_generation_share`] and
+//!   allocator grants a new reserved partition of the lease region from the share of the
+//!   server's WAL timeline ([`State::grant_where`] with [`reserved::for_leases`] and
 //!   [`lease::share_of_timeline`]), noted in the lineage and recorded in the pool first;
 //! * renew: [`lease::renew`], with `ours` (the lease's partition is of this incarnation) and
 //!   `handed_on` (a later lease shares its slice, [`lease::handed_on`]) as the glue computes
@@ -85,7 +85,7 @@ impl Server {
                 let k = lease::share_of_timeline(self.timeline);
                 let p = self
                     .lineage
-                    .grant_where(|p| reserved::in_generation_share(p, k))
+                    .grant_where(|p| reserved::for_leases(p, k))
                     .ok()?;
                 self.lineage.note_granted(p);
                 self.pool.push(PoolRow {
@@ -238,8 +238,12 @@ fn run(events: Vec<Event>, seed: u64) -> Result<(), TestCaseError> {
                 // A clone on the same timeline grants nothing (the glue's LeaseOnCopy), and does
                 // not take over its original's pool.
                 let mut c = primary.clone();
-                c.lineage.at_start(true, 13, seed ^ (n as u64) << 1, c.timeline);
-                prop_assert!(c.acquire(8, clock, 250).is_none(), "a clone granted a lease");
+                c.lineage
+                    .at_start(true, 13, seed ^ (n as u64) << 1, c.timeline);
+                prop_assert!(
+                    c.acquire(8, clock, 250).is_none(),
+                    "a clone granted a lease"
+                );
                 let id = held.len().saturating_sub(1);
                 if !held.is_empty() {
                     prop_assert!(c.renew(id, clock, 250).is_none(), "a clone renewed a lease");
@@ -306,7 +310,7 @@ fn without_shares_the_lost_tail_would_be_granted_again() {
     let p_old = old.lineage.grant_where(|_| true).unwrap();
     old.lineage.note_granted(p_old);
     assert_eq!(new.lineage.grant_where(|_| true), Ok(p_old));
-    let share = |t: u32| move |p: u16| reserved::in_generation_share(p, lease::share_of_timeline(t));
+    let share = |t: u32| move |p: u16| reserved::for_leases(p, lease::share_of_timeline(t));
     let (mut old, mut new) = (fresh(), fresh());
     new.promote(2, 5);
     let p_old = old.lineage.grant_where(share(1)).unwrap();

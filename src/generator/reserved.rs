@@ -39,6 +39,36 @@ pub const fn in_generation_share(p: u16, generation: u32) -> bool {
         && (p - FIRST) as u32 % crate::generator::citus::LIVE_GENERATIONS == generation
 }
 
+/// The first partition of the lease region: 63488-65535, the upper half of the reserved range.
+/// Partition leases ([`crate::generator::lease`]) take their pools only there, from their
+/// timeline's share; `sno_generate_at` never grants there. So a lease partition an old primary
+/// granted in WAL its promoted standby never received can never be granted by the standby to
+/// `sno_generate_at` either (its leases' holders may still stamp it).
+pub const LEASE_FIRST: u16 = FIRST + 2048;
+
+/// Whether `p` is in the lease region.
+#[inline]
+pub const fn is_lease_region(p: u16) -> bool {
+    p >= LEASE_FIRST
+}
+
+/// Whether `sno_generate_at`'s allocator may grant `p` (a reserved partition below the lease
+/// region), on a Citus coordinator within generation `share`'s share.
+pub const fn for_generate_at(p: u16, share: Option<u32>) -> bool {
+    is_reserved(p)
+        && !is_lease_region(p)
+        && match share {
+            Some(k) => in_generation_share(p, k),
+            None => true,
+        }
+}
+
+/// Whether a lease pool of share `share` (its WAL timeline's, or a Citus coordinator's
+/// generation) may take `p`.
+pub const fn for_leases(p: u16, share: u32) -> bool {
+    is_lease_region(p) && in_generation_share(p, share)
+}
+
 /// The sequence numbers of one unit of a partition.
 const SEQUENCES: u32 = 1 << 16;
 
@@ -138,6 +168,19 @@ mod tests {
         assert!(!in_generation_share(61_439, 0));
         // Generation 15 (kept by an install older than the range) has none.
         assert!((FIRST..=u16::MAX).all(|p| !in_generation_share(p, 15)));
+    }
+
+    #[test]
+    fn the_lease_region_is_the_upper_half_and_every_share_has_part_of_it() {
+        assert!(!is_lease_region(63487) && is_lease_region(63488));
+        for p in FIRST..=u16::MAX {
+            let leases = (0..15).any(|k| for_leases(p, k));
+            assert_ne!(leases, for_generate_at(p, None), "{p}");
+        }
+        for k in 0..15 {
+            let n = (FIRST..=u16::MAX).filter(|&p| for_leases(p, k)).count();
+            assert!((136..=137).contains(&n), "share {k}: {n}");
+        }
     }
 
     #[test]

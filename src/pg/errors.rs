@@ -141,7 +141,17 @@ pub enum Problem<'a> {
         ttl: &'a str,
         too_long: bool,
         max_s: i32,
+        asked_s: i32,
         role: &'a str,
+    },
+    /// A lease function in a REPEATABLE READ or SERIALIZABLE transaction.
+    LeaseIsolation,
+    /// The role caused as many reserved partitions to be granted as `sno.reserved_limit` allows
+    /// (`session_role`: the login role, where `ALTER ROLE ... SET` takes effect).
+    LeasePoolLimit {
+        role: &'a str,
+        session_role: &'a str,
+        limit: i32,
     },
     /// A slice size that is not a power of two in 8..65536.
     LeaseBadSequences(i32),
@@ -152,7 +162,11 @@ pub enum Problem<'a> {
     /// This database's lease pool was restored from another server.
     LeasesRestored { max_ttl_s: i32 },
     /// The role holds as many active leases as `sno.lease_limit` allows.
-    LeaseLimit { role: &'a str, limit: i32 },
+    LeaseLimit {
+        role: &'a str,
+        session_role: &'a str,
+        limit: i32,
+    },
     /// No lease of that number with that token.
     LeaseToken(i64),
     /// The renewal is refused: the holder must stop with it and acquire a new one.
@@ -163,6 +177,8 @@ pub enum Problem<'a> {
     },
     /// `sno_lease_take_over()` by a non-superuser.
     LeaseTakeOverNotSuperuser,
+    /// Every slice of the pool is leased and the share has no partition left.
+    LeaseShareExhausted { share: u32, pool: usize },
     /// `sno.sequence_min` / `sno.sequence_max` do not make a usable slice (at server start).
     BadSlice { min: i32, max: i32, why: SliceError },
 
@@ -481,19 +497,33 @@ impl Problem<'_> {
                 ttl,
                 too_long,
                 max_s,
+                asked_s,
                 role,
             } => {
                 let r = Report::new(
                     Code::ERRCODE_INVALID_PARAMETER_VALUE,
                     format!("lease TTL {ttl} is out of range"),
                 )
-                .detail(format!("A lease's TTL is at least 1 s and at most sno.lease_max_ttl, {max_s} s for this role."));
+                .detail(format!("A lease's TTL is at least 1 s and at most sno.lease_max_ttl, {max_s} s for this session."));
                 if *too_long {
-                    r.hint(format!("Ask for ttl => '{max_s} s' or less (renewals extend a lease), or have a superuser raise the role's maximum: ALTER ROLE {} SET sno.lease_max_ttl = '{}s'; (its new sessions get it).", quote_ident(role), (*max_s).max(1).saturating_mul(2).min(86_400)))
+                    let raise_to = (*asked_s).max(max_s.saturating_mul(2)).min(86_400);
+                    r.hint(format!("Ask for ttl => '{max_s} s' or less (renewals extend a lease), or have a superuser raise the maximum of the role this session logs in as: ALTER ROLE {} SET sno.lease_max_ttl = '{raise_to}s'; (its new sessions get it; at most 86400s).", quote_ident(role)))
                 } else {
                     r.hint("Ask for ttl => '1 s' or more; '1 min' suits most services.")
                 }
             }
+            Problem::LeaseIsolation => Report::new(
+                Code::ERRCODE_ACTIVE_SQL_TRANSACTION,
+                "sno partition leases are acquired, renewed and released only at READ COMMITTED",
+            )
+            .detail("The registry decides after locking its table, on what other sessions committed meanwhile; a REPEATABLE READ or SERIALIZABLE snapshot is older than that lock.")
+            .hint("Run SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL READ COMMITTED; in this session (or connect with options '-c default_transaction_isolation=read\\ committed'), then call it again."),
+            Problem::LeasePoolLimit { role, session_role, limit } => Report::new(
+                Code::ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
+                format!("role {} has caused its limit of {limit} reserved sno partitions to be granted", quoted(role.as_bytes())),
+            )
+            .detail("Every slice of this database's lease pool is leased, and a new pool partition would be granted on behalf of this role. Reserved partitions granted for a role's leases and its sno_generate_at sessions count against sno.reserved_limit, whether or not the statement committed.")
+            .hint(format!("Wait for leases to end, or ask for smaller slices (sequences => 64), or have a superuser raise the limit of the role this session logs in as: ALTER ROLE {} SET sno.reserved_limit = {}; (its new sessions get it).", quote_ident(session_role), (*limit).max(0).saturating_mul(2).clamp(1, 4096))),
             Problem::LeaseBadSequences(n) => Report::new(
                 Code::ERRCODE_INVALID_PARAMETER_VALUE,
                 format!("a lease of {n} sequence numbers is not possible"),
@@ -505,7 +535,7 @@ impl Problem<'_> {
                 "this server is a copy of another and grants no sno partition lease",
             )
             .detail("The server this one was copied from may grant the same slices, so a copy running beside it grants none until it is promoted or replaces its original.")
-            .hint("Acquire leases from the server this one was copied from. If this server replaces it, and that server and its standbys will never grant leases again, run SELECT sno_generator_initialize(take_over => true); as a superuser."),
+            .hint("Acquire leases from the server this one was copied from. If this server replaces it: stop that server and its standbys for good, wait until every lease they granted has ended (on it, before the stop, SELECT max(expires_at) FROM sno_leases WHERE state IN ('active', 'released'); tells when), then run SELECT sno_generator_initialize(take_over => true); as a superuser."),
             Problem::LeaseOnCitusWorker => Report::new(
                 Code::ERRCODE_FEATURE_NOT_SUPPORTED,
                 "sno partition leases are granted by the Citus coordinator",
@@ -517,13 +547,17 @@ impl Problem<'_> {
                 "this database's sno lease pool was restored from another server",
             )
             .detail("The server it was dumped from may still grant leases, and may have granted partitions after the dump that this server cannot know of, so this database grants none until a superuser says that server is gone.")
-            .hint(format!("Acquire leases from the server the dump came from. If that server will never grant leases again (stopped, or sno dropped there) and sno.lease_max_ttl ({max_s} s) has passed since, run SELECT sno_lease_take_over(); as a superuser in this database.", max_s = max_ttl_s)),
-            Problem::LeaseLimit { role, limit } => Report::new(
+            .hint(format!("Acquire leases from the server the dump came from. If that server will never grant leases again (stopped, or sno dropped there) and every lease it granted has ended (sno.lease_max_ttl after its last grant: {max_ttl_s} s unless a role there has a longer one, at most a day), run SELECT sno_lease_take_over(); as a superuser in this database.")),
+            Problem::LeaseLimit {
+                role,
+                session_role,
+                limit,
+            } => Report::new(
                 Code::ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
-                format!("role {} holds its limit of {limit} active sno partition leases", quoted(role.as_bytes())),
+                format!("role {} holds its limit of {limit} sno partition leases", quoted(role.as_bytes())),
             )
-            .detail("A lease counts until it is released or ends (sno_leases shows them); the limit is per role and per database.")
-            .hint(format!("Release the leases the role no longer uses (SELECT sno_lease_release(lease => ..., token => ...);), or have a superuser raise its limit: ALTER ROLE {} SET sno.lease_limit = {};", quote_ident(role), (*limit).max(0).saturating_mul(2).clamp(1, 65536))),
+            .detail("A lease counts until its window ends, released or not (its slice stays taken until then); sno_leases shows them. The limit is per role and per database.")
+            .hint(format!("Wait for the role's leases to end, or have a superuser raise the limit of the role this session logs in as: ALTER ROLE {} SET sno.lease_limit = {}; (its new sessions get it).", quote_ident(session_role), (*limit).max(0).saturating_mul(2).clamp(1, 65536))),
             Problem::LeaseToken(lease) => Report::new(
                 Code::ERRCODE_INSUFFICIENT_PRIVILEGE,
                 format!("no sno partition lease {lease} with this token"),
@@ -547,6 +581,12 @@ impl Problem<'_> {
                 }))
                 .hint("Acquire a new lease (SELECT * FROM sno_lease_acquire(holder => ..., ttl => ...);) and make IDs with it instead.")
             }
+            Problem::LeaseShareExhausted { share, pool } => Report::new(
+                Code::ERRCODE_PROGRAM_LIMIT_EXCEEDED,
+                format!("no sno partition lease is free: every slice of this database's {pool} lease partitions is leased, and share {share} of the reserved range has no partition left"),
+            )
+            .detail("The registry takes new lease partitions only from its WAL timeline's share (timeline mod 15), so that a promoted standby never grants what its old primary may have granted; sno_lease_space shows what is left. Slices come back as their leases end.")
+            .hint("Ask for smaller slices (sequences => 64 holds 1024 leases a partition), release leases that are no longer used, or lower the role's sno.lease_limit; sno_leases shows who holds what."),
             Problem::LeaseTakeOverNotSuperuser => Report::new(
                 Code::ERRCODE_INSUFFICIENT_PRIVILEGE,
                 "only superusers can run sno_lease_take_over",

@@ -49,7 +49,7 @@ as() {
 }
 part() { echo "--- $* ($((SECONDS - T0)) s)"; }
 # hint_stmt N: the Nth SQL statement of the last error's HINT (SELECT ... ; or ALTER ... ;).
-hint_stmt() { msg_field HINT "$SAID" | grep -oE "(SELECT|ALTER ROLE) [^;]*;" | sed -n "${1}p"; }
+hint_stmt() { msg_field HINT "$SAID" | grep -oE "(SELECT|ALTER ROLE|SET SESSION) [^;]*;" | sed -n "${1}p"; }
 ACQ="SELECT concat_ws('|', lease, token, partition, sequence_min, sequence_max) FROM sno_lease_acquire"
 GRANTS="GRANT EXECUTE ON FUNCTION sno_lease_acquire(text, interval, int4), sno_lease_renew(int8, uuid, interval), sno_lease_release(int8, uuid) TO"
 # conflicts NODE DB: pairs of leases of DB that could stamp one ID (0 expected).
@@ -74,16 +74,16 @@ check "granted: partition in the reserved range, 1024 numbers" \
     "$(IFS='|' read -r _ _ p mi ma <<<"$l1"; echo "$((p >= 61440 && p <= 65535))|$((ma - mi + 1))")" "1|1024"
 expect_state "ttl NULL" 22004 a postgres svc "$ACQ(holder => 'x', ttl => NULL)"
 expect_state "ttl 0" 22023 a postgres svc "$ACQ(holder => 'x', ttl => '0')"
-check "  names the value" "$(msg_field ERROR "$SAID" | grep -c 'lease TTL 0 s is out of range')" 1
+check "  names the value" "$(msg_field ERROR "$SAID" | grep -c 'lease TTL 00:00:00 is out of range')" 1
 expect_state "ttl -1 min" 22023 a postgres svc "$ACQ(holder => 'x', ttl => '-1 min')"
 expect_state "ttl 500 ms" 22023 a postgres svc "$ACQ(holder => 'x', ttl => '500 ms')"
 expect_state "ttl 1 hour, over sno.lease_max_ttl (600 s)" 22023 a postgres svc "$ACQ(holder => 'x', ttl => '1 hour')"
 stmt="$(hint_stmt 1)"
-check "  its HINT's statement" "$stmt" "ALTER ROLE \"svc\" SET sno.lease_max_ttl = '1200s';"
+check "  its HINT's statement" "$stmt" "ALTER ROLE \"svc\" SET sno.lease_max_ttl = '3600s';"
 expect_state "  the role cannot run it itself" 42501 a postgres svc "$stmt"
 expect_state "  nor SET the maximum in its session" 42501 a postgres svc "SET sno.lease_max_ttl = 3600"
 q a "$stmt" >/dev/null
-expect_state "  after the superuser ran it, 20 min works in a new session of the role" ok a postgres svc "$ACQ(holder => 'x', ttl => '20 min')"
+expect_state "  after the superuser ran it, the hour asked for works in a new session of the role" ok a postgres svc "$ACQ(holder => 'x', ttl => '1 hour')"
 expect_state "sequences 12" 22023 a postgres svc "$ACQ(holder => 'x', ttl => '1 min', sequences => 12)"
 hs="$(msg_field HINT "$SAID" | grep -oE 'sequences => [0-9]+')"
 check "  its HINT proposes" "$hs" "sequences => 16"
@@ -93,19 +93,25 @@ expect_state "sequences 131072" 22023 a postgres svc "$ACQ(holder => 'x', ttl =>
 expect_state "inside BEGIN ... COMMIT" 25001 a postgres svc "BEGIN" "$ACQ(holder => 'x', ttl => '1 min')"
 check "  HINT" "$(msg_field HINT "$SAID")" "Call it as a statement of its own, outside BEGIN ... COMMIT (in autocommit mode)."
 expect_state "  the same call on its own" ok a postgres svc "$ACQ(holder => 'x', ttl => '1 min')"
-expect_state "inside a READ ONLY... no: a read-only session" 25006 a postgres svc "SET default_transaction_read_only = on" "$ACQ(holder => 'x', ttl => '1 min')"
+expect_state "in a DO block (it may roll back after the call)" 25001 a postgres svc "DO \$\$BEGIN PERFORM sno_lease_acquire(holder => 'x', ttl => '1 min'); END\$\$"
+expect_state "at REPEATABLE READ" 25001 a postgres svc "SET default_transaction_isolation = 'repeatable read'" "$ACQ(holder => 'x', ttl => '1 min')"
+stmt="$(hint_stmt 1)"
+check "  its HINT's statement" "$stmt" "SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL READ COMMITTED;"
+expect_state "  followed in that session, the call works" ok a postgres svc "SET default_transaction_isolation = 'repeatable read'" "$stmt" "$ACQ(holder => 'x', ttl => '1 min')"
+expect_state "in a read-only session" 25006 a postgres svc "SET default_transaction_read_only = on" "$ACQ(holder => 'x', ttl => '1 min')"
 q a "ALTER ROLE svc SET sno.lease_limit = 6" >/dev/null
 expect_state "the role cannot raise its limit" 42501 a postgres svc "SET sno.lease_limit = 100"
 n=0
-while [[ "$(as a svc "SELECT count(*) < 6 FROM sno_leases WHERE grantee = 'svc' AND state = 'active'")" == t ]]; do
+while [[ "$(as a svc "SELECT count(*) < 6 FROM sno_leases WHERE grantee = 'svc' AND expires_at > now()")" == t ]]; do
     as a svc "$ACQ(holder => 'fill', ttl => '1 min')" >/dev/null
     n=$((n + 1))
 done
 expect_state "the 7th active lease of a role limited to 6" 53400 a postgres svc "$ACQ(holder => 'x', ttl => '1 min')"
-stmt="$(hint_stmt 2)"
-check "  its HINT's second statement" "$stmt" "ALTER ROLE \"svc\" SET sno.lease_limit = 12;"
+stmt="$(hint_stmt 1)"
+check "  its HINT's statement" "$stmt" "ALTER ROLE \"svc\" SET sno.lease_limit = 12;"
 q a "$stmt" >/dev/null
 expect_state "  after the superuser ran it" ok a postgres svc "$ACQ(holder => 'x', ttl => '1 min')"
+q a "ALTER ROLE svc SET sno.lease_limit = 1000" >/dev/null
 IFS='|' read -r id tok _ <<<"$l1"
 expect_state "renew with a wrong token" 42501 a postgres svc "SELECT sno_lease_renew(lease => $id, token => gen_random_uuid(), ttl => '1 min')"
 expect_state "release with a wrong token" 42501 a postgres svc "SELECT sno_lease_release(lease => $id, token => gen_random_uuid())"
@@ -175,7 +181,7 @@ check "the promoted standby knows the lease it received, as inherited; not the l
     "$(q b "SELECT state FROM sno_leases WHERE lease = $sid")|$(q b "SELECT count(*) FROM sno_leases WHERE holder LIKE 'lost%'")" "inherited|0"
 expect_state "renewal of an inherited lease" 55000 b postgres svc "SELECT sno_lease_renew(lease => $sid, token => '$stok', ttl => '1 min')"
 check "  says why" "$(msg_field ERROR "$SAID" | grep -c 'granted before a failover, copy or restore')" 1
-new="$(as b svc "$(hint_stmt 1 | sed "s/holder => \.\.\., ttl => \.\.\./holder => 'after', ttl => '1 min', sequences => 65536/")")"
+new="$(as b svc "$(hint_stmt 1 | sed "s/holder => \.\.\., ttl => \.\.\./holder => 'after', ttl => '2 s', sequences => 65536/")")"
 np="$(cut -d'|' -f3 <<<"$new")"
 # shellcheck disable=SC2086 # a list
 check_distinct "  the HINT's acquire works, on partition $np, none of the old primary's (lost tail included)" "$np" $old_parts
@@ -186,9 +192,14 @@ node_clock_mode c none
 node_cmdline c shared_preload_libraries=sno
 node_start c || die "c did not start"
 expect_state "acquire on a clone" 55000 c postgres svc "$ACQ(holder => 'x', ttl => '1 min')"
-stmt="$(hint_stmt 1)"
-check "  its HINT's statement" "$stmt" "SELECT sno_generator_initialize(take_over => true);"
+check "  its HINT's statements" "$(hint_stmt 1)|$(hint_stmt 2)" \
+    "SELECT max(expires_at) FROM sno_leases WHERE state IN ('active', 'released');|SELECT sno_generator_initialize(take_over => true);"
+# Followed: on the original, before it stops, when its leases end; then it stops, the time
+# passes, and the statement runs on the clone.
+until_t="$(q b "$(hint_stmt 1)")"
+stmt="$(hint_stmt 2)"
 node_stop b immediate
+while [[ "$(q c "SELECT now() < '$until_t'::timestamptz")" == t ]]; do sleep 0.2; done
 q c "$stmt" >/dev/null
 cl="$(as c svc "$ACQ(holder => 'clone', ttl => '1 min', sequences => 65536)")"
 # shellcheck disable=SC2086 # a list
@@ -220,6 +231,17 @@ q d "$stmt" >/dev/null
 fresh="$(as d svc "$ACQ(holder => 'fresh', ttl => '1 min', sequences => 65536)")"
 # shellcheck disable=SC2086 # a list
 check_distinct "  after it ran: granted, on a partition the dump does not name" "$(cut -d'|' -f3 <<<"$fresh")" $dumped
+
+afterdump="$(as c svc "$ACQ(holder => 'after-dump', ttl => '1 min', sequences => 65536)")"
+as_pg "${CL_BIN[c]}/pg_restore" -h "$CL_WORK" -p "${CL_PORT[c]}" -U postgres --clean --if-exists -d postgres "$dump" \
+    2>"$CL_WORK/restore-clean.log" || true
+check "pg_restore --clean into the registry's own database: the lease taken after the dump is forgotten" \
+    "$(q c "SELECT count(*) FROM sno_leases WHERE holder = 'after-dump'")" 0
+again="$(as c svc "$ACQ(holder => 'after-restore', ttl => '1 min', sequences => 65536)")"
+# shellcheck disable=SC2086 # a list
+check_distinct "  the next lease is on a new partition, not the forgotten lease's" "$(cut -d'|' -f3 <<<"$again")" \
+    "$(cut -d'|' -f3 <<<"$afterdump")" $dumped
+check "  the restored pool is shown as inherited" "$(q c "SELECT count(*) FROM sno_leases WHERE state NOT IN ('inherited', 'expired', 'ended') AND holder <> 'after-restore'")" 0
 
 echo "leases.sh: $((SECONDS - T0)) s"
 exit "$fail"

@@ -149,6 +149,7 @@ fn grant(extension: &Extension, above: Option<u16>) -> u16 {
                 &GrantRequest {
                     known: &[],
                     share: None,
+                    leases: false,
                     above: None,
                     given: Some(p),
                     role: extension.role_oid,
@@ -188,6 +189,7 @@ fn grant_here(
         &GrantRequest {
             known: &known,
             share,
+            leases: false,
             above,
             given: None,
             role: extension.role_oid,

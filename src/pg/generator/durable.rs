@@ -366,10 +366,13 @@ pub(super) fn grant_reserved(s: &'static Shared, r: &GrantRequest) -> u16 {
                 Some(p) => p,
                 None => st
                     .grant_where(|p| {
+                        use crate::generator::reserved::{for_generate_at, for_leases};
                         r.above.is_none_or(|a| p > a)
-                            && r.share.is_none_or(|k| {
-                                crate::generator::reserved::in_generation_share(p, k)
-                            })
+                            && match (r.leases, r.share) {
+                                (true, Some(k)) => for_leases(p, k),
+                                (true, None) => false,
+                                (false, share) => for_generate_at(p, share),
+                            }
                     })
                     .map_err(Failed::Refused)?,
             };
@@ -418,6 +421,9 @@ pub(super) struct GrantRequest<'a> {
     /// On a Citus coordinator, the generation whose share it grants from
     /// ([`crate::generator::reserved::in_generation_share`]).
     pub share: Option<u32>,
+    /// For a lease pool: from `share`'s part of the lease region
+    /// ([`crate::generator::reserved::for_leases`]); else below it.
+    pub leases: bool,
     /// The session's last grant: the new one is above it, so that the session's IDs in one
     /// 4 ms unit still increase (a Citus coordinator's share may have changed, or a partition
     /// below been freed by nothing: grants only grow, but shares interleave).

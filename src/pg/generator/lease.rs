@@ -52,19 +52,35 @@ fn micros_of(t: Option<TimestampWithTimeZone>) -> i64 {
     t.map_or(i64::MIN, |t| t.into_inner())
 }
 
-/// The checks every call that writes a lease makes first: a primary, a statement of its own,
-/// not read-only, not parallel.
+/// The checks every call that writes a lease makes first: a primary; a statement that is its
+/// own transaction (not in a transaction block or a subtransaction, not in a DO block or a
+/// procedure, which may roll back after it, and committed at once even in a pipeline of the
+/// extended protocol); read committed (a later snapshot than the statement's, so that what the
+/// table lock waited for is seen); not read-only, not parallel.
 fn writable(function: &'static core::ffi::CStr) {
-    // SAFETY: reads of transaction state; the Prevent* calls raise PostgreSQL's own errors.
+    // SAFETY: reads of transaction state and of the active portal; the Prevent* calls raise
+    // PostgreSQL's own errors.
     unsafe {
         if pg_sys::RecoveryInProgress() {
             errors::raise(Problem::LeaseInRecovery);
         }
-        if pg_sys::IsTransactionBlock() {
+        let portal = pg_sys::ActivePortal;
+        let nonatomic = !portal.is_null()
+            && matches!(
+                (*portal).commandTag,
+                pg_sys::CommandTag::CMDTAG_DO | pg_sys::CommandTag::CMDTAG_CALL
+            );
+        if pg_sys::IsTransactionBlock() || nonatomic {
             errors::raise(Problem::LeaseInTransactionBlock);
+        }
+        if pg_sys::XactIsoLevel >= pg_sys::XACT_REPEATABLE_READ as i32 {
+            errors::raise(Problem::LeaseIsolation);
         }
         pg_sys::PreventCommandIfReadOnly(function.as_ptr());
         pg_sys::PreventCommandIfParallelMode(function.as_ptr());
+        // As PreventInTransactionBlock does: the statement commits at once, also when it is one
+        // of several in a pipeline before its Sync.
+        pg_sys::MyXactFlags |= pg_sys::XACT_FLAGS_NEEDIMMEDIATECOMMIT as i32;
     }
 }
 
@@ -76,27 +92,25 @@ fn ttl_units(ttl: Option<Interval>) -> i64 {
     let max = i128::from(crate::pg::gucs::lease_max_ttl_s()) * 1_000_000;
     decide::ttl_units(ttl.as_micros(), max).unwrap_or_else(|e| {
         errors::raise(Problem::LeaseBadTtl {
-            ttl: &interval_text(ttl),
+            ttl: &ttl.to_string(),
             too_long: e == BadRequest::TtlTooLong,
             max_s: crate::pg::gucs::lease_max_ttl_s(),
-            role: &Extension::find().role,
+            asked_s: i32::try_from((ttl.as_micros() + 999_999).div_euclid(1_000_000))
+                .unwrap_or(i32::MAX),
+            role: &session_user(),
         })
     })
 }
 
-fn interval_text(ttl: Interval) -> String {
-    let (m, d, us) = (ttl.months(), ttl.days(), ttl.micros());
-    let mut parts = Vec::new();
-    if m != 0 {
-        parts.push(format!("{m} mons"));
+/// The session's login role: where `ALTER ROLE ... SET` settings take effect.
+fn session_user() -> String {
+    // SAFETY: GetUserNameFromId returns a palloc'd name (error if the role is gone).
+    unsafe {
+        let name = pg_sys::GetUserNameFromId(pg_sys::GetSessionUserId(), false);
+        core::ffi::CStr::from_ptr(name)
+            .to_string_lossy()
+            .into_owned()
     }
-    if d != 0 {
-        parts.push(format!("{d} days"));
-    }
-    if us != 0 || parts.is_empty() {
-        parts.push(format!("{} s", us as f64 / 1e6));
-    }
-    parts.join(" ")
 }
 
 /// Runs the lease's SQL as the extension's owner, after locking the leases table against other
@@ -126,6 +140,29 @@ fn durable_commit(c: &mut SpiClient<'_>) {
     )
     .unwrap_or_else(|e| error!("sno: cannot set synchronous_commit: {e}"));
 }
+
+/// Forgets leases that ended more than a day ago (a hundred at a time), keeping the latest of
+/// their ends as their partition's `busy_until`: no slice of it is granted for a window before
+/// that, even if the registry's clock goes back by more than a day.
+fn prune(c: &mut SpiClient<'_>) {
+    c.update(
+        "WITH old AS (DELETE FROM sno_internal.leases WHERE ctid OPERATOR(pg_catalog.=) ANY (ARRAY( \
+             SELECT ctid FROM sno_internal.leases \
+             WHERE expires_at OPERATOR(pg_catalog.<) (pg_catalog.now() OPERATOR(pg_catalog.-) '1 day'::pg_catalog.interval) \
+             LIMIT 100)) RETURNING partition, expires_at) \
+         UPDATE sno_internal.lease_partitions p SET busy_until = GREATEST(p.busy_until, m.ended) \
+         FROM (SELECT partition, pg_catalog.max(expires_at) AS ended FROM old GROUP BY partition) m \
+         WHERE p.partition OPERATOR(pg_catalog.=) m.partition",
+        None,
+        &[],
+    )
+    .unwrap_or_else(|e| error!("sno: cannot prune sno_internal.leases: {e}"));
+}
+
+/// Set while this backend's registry inserts a pool partition of its own: any other insert
+/// into `sno_internal.lease_partitions` is a restore (pg_restore, a data-only load), whose rows
+/// are never trusted as this registry's (leases granted after the dump are not in them).
+static OWN_INSERT: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
 
 /// One partition of the pool, as recorded.
 struct PoolRow {
@@ -264,6 +301,7 @@ fn sno_lease_acquire(
     let limit = crate::pg::gucs::lease_limit();
     let (lease, token, g, renew_after) = locked_as_owner(&ext, |c| {
         durable_commit(c);
+        prune(c);
         let rows = pool_rows(c);
         let unknown: Vec<u16> = rows
             .iter()
@@ -280,7 +318,7 @@ fn sno_lease_acquire(
             .select(
                 "SELECT pg_catalog.count(*) FROM sno_internal.leases \
                  WHERE grantee OPERATOR(pg_catalog.=) $1::pg_catalog.name \
-                 AND released_at IS NULL AND expires_at OPERATOR(pg_catalog.>) $2",
+                 AND expires_at OPERATOR(pg_catalog.>) $2",
                 None,
                 &[ext.role.clone().into(), at_unit(now).into()],
             )
@@ -290,6 +328,7 @@ fn sno_lease_acquire(
         if active >= i64::from(limit) {
             errors::raise(Problem::LeaseLimit {
                 role: &ext.role,
+                session_role: &session_user(),
                 limit,
             });
         }
@@ -305,6 +344,27 @@ fn sno_lease_acquire(
         let g = match decide::acquire(&pool, &granted, size, now, ttl) {
             Choice::Grant(g) => g,
             Choice::NeedPartition => {
+                let free_in_share = shmem::locked(s, |g| {
+                    (reserved::FIRST..=u16::MAX)
+                        .any(|p| reserved::for_leases(p, k) && !g.lineage.reserved_taken(p))
+                });
+                let (pool_grants, pool_limit) = (
+                    shmem::locked(s, |g| g.lineage.grants_of(ext.role_oid)),
+                    crate::pg::gucs::reserved_limit(),
+                );
+                if i64::from(pool_grants) >= i64::from(pool_limit) {
+                    errors::raise(Problem::LeasePoolLimit {
+                        role: &ext.role,
+                        session_role: &session_user(),
+                        limit: pool_limit,
+                    });
+                }
+                if !free_in_share {
+                    errors::raise(Problem::LeaseShareExhausted {
+                        share: k,
+                        pool: pool.len(),
+                    });
+                }
                 let mut known = ext.grants();
                 known.extend(rows.iter().map(|r| r.partition));
                 let p = grant_reserved(
@@ -312,14 +372,16 @@ fn sno_lease_acquire(
                     &GrantRequest {
                         known: &known,
                         share: Some(k),
+                        leases: true,
                         above: None,
                         given: None,
-                        role: 0,
+                        role: ext.role_oid,
                         role_name: &ext.role,
-                        limit: None,
+                        limit: Some(crate::pg::gucs::reserved_limit()),
                     },
                 );
-                c.update(
+                OWN_INSERT.store(true, core::sync::atomic::Ordering::Relaxed);
+                let inserted = c.update(
                     "INSERT INTO sno_internal.lease_partitions (partition, incarnation, database, granted_at) \
                      VALUES ($1, $2, $3, pg_catalog.now())",
                     None,
@@ -328,8 +390,9 @@ fn sno_lease_acquire(
                         me.into(),
                         pg_sys::Oid::from(my_database()).into(),
                     ],
-                )
-                .unwrap_or_else(|e| error!("sno: cannot record lease partition {p}: {e}"));
+                );
+                OWN_INSERT.store(false, core::sync::atomic::Ordering::Relaxed);
+                inserted.unwrap_or_else(|e| error!("sno: cannot record lease partition {p}: {e}"));
                 pool.push(Pooled {
                     partition: p,
                     floor: i64::MIN,
@@ -570,32 +633,35 @@ fn sno_lease_take_over() -> i32 {
     .unwrap_or(0) as i32
 }
 
-/// The trigger's check of a pool partition row as it is inserted: `true` if it is this
-/// registry's own (its incarnation and database), or a partition this server's lineage granted
-/// (a restore of one of its own databases); otherwise it came from another server, whose
-/// later grants this one cannot know: noted as granted here, and `false` (restored).
+/// The trigger's judgment of a pool partition row as it is inserted: 0 for the registry's own
+/// insert; otherwise a restore, whose pool partition is noted as granted on this server (never
+/// granted again) and never leased from here: 1 when this server's lineage had granted it (a
+/// restore of one of its own databases, even into the same one: leases granted after the dump
+/// are not in it), which the trigger records as of no incarnation; 2 when it came from another
+/// server, whose later grants this one cannot know: restored, no lease is granted in this
+/// database until `sno_lease_take_over()`.
 #[pg_extern(volatile, parallel_unsafe, requires = ["sno_leases"])]
 #[search_path(pg_catalog, pg_temp)]
-fn sno_lease_partition_noted(partition: i32, incarnation: i64, database: pg_sys::Oid) -> bool {
-    let Some(s) = shmem::shared() else {
-        return false;
-    };
-    let Ok(p) = u16::try_from(partition) else {
-        return false;
-    };
-    if !reserved::is_reserved(p) {
-        return false;
+fn sno_lease_partition_noted(partition: i32) -> i32 {
+    if OWN_INSERT.load(core::sync::atomic::Ordering::Relaxed) {
+        return 0;
     }
-    let (me, _) = shmem::locked(s, |g| (g.lineage.incarnation as i64, ()));
-    if incarnation == me && database.to_u32() == my_database() {
-        return true;
-    }
+    let p = u16::try_from(partition)
+        .ok()
+        .filter(|&p| reserved::is_reserved(p));
+    let (Some(s), Some(p)) = (shmem::shared(), p) else {
+        return 2;
+    };
     let known = shmem::locked(s, |g| g.lineage.granted.contains(p));
     // SAFETY: reads a shared flag.
     if !unsafe { pg_sys::RecoveryInProgress() } {
         note_restored_grant(s, p);
     }
-    known
+    if known {
+        1
+    } else {
+        2
+    }
 }
 
 /// `sno_lease_incarnation() → bigint`: this server's lineage incarnation, as pool partitions
@@ -620,16 +686,24 @@ fn sno_lease_space() -> TableIterator<
     let Some(s) = shmem::shared() else {
         return TableIterator::once((None, None, None));
     };
-    let k = match crate::pg::citus::loaded() {
-        false => Some(decide::share_of_timeline(super::wal_timeline())),
-        true => None,
+    // A standby grants nothing (and has no WAL timeline of its own to write on yet); a Citus
+    // worker's leases come from its coordinator.
+    // SAFETY: reads a shared flag.
+    let k = if unsafe { pg_sys::RecoveryInProgress() } {
+        None
+    } else {
+        match citus_role(s) {
+            CitusRole::None => Some(decide::share_of_timeline(super::wal_timeline())),
+            CitusRole::Coordinator(k) => Some(k),
+            _ => None,
+        }
     };
     let (share_left, left) = shmem::locked(s, |g| {
         let free = |p: &u16| !g.lineage.reserved_taken(*p);
         let all = (reserved::FIRST..=u16::MAX).filter(free).count() as i32;
         let share = k.map(|k| {
             (reserved::FIRST..=u16::MAX)
-                .filter(|&p| reserved::in_generation_share(p, k) && free(&p))
+                .filter(|&p| reserved::for_leases(p, k) && free(&p))
                 .count() as i32
         });
         (share, all)
