@@ -15,8 +15,10 @@ EXCEPTION WHEN OTHERS THEN
     RETURN 'ERROR ' || st || ': ' || msg;
 END $$;
 
+SET client_min_messages = warning;
 DROP ROLE IF EXISTS sno_lease_svc;
 DROP ROLE IF EXISTS sno_lease_none;
+RESET client_min_messages;
 CREATE ROLE sno_lease_svc;
 CREATE ROLE sno_lease_none;
 GRANT EXECUTE ON FUNCTION sno_lease_acquire(text, interval, int4), sno_lease_renew(bigint, uuid, interval),
@@ -58,7 +60,10 @@ FROM sno_leases ORDER BY lease;
 -- block with EXCEPTION, which is a subtransaction).
 SELECT count(*) AS released FROM (SELECT sno_lease_release(lease => lease, token => token) FROM got) r;
 SELECT count(*) AS released_again FROM (SELECT sno_lease_release(lease => lease, token => token) FROM got) r;
+-- (terse: its DETAIL names the lease's end, a time)
+\set VERBOSITY terse
 SELECT r.lease FROM got g, LATERAL sno_lease_renew(lease => g.lease, token => g.token, ttl => '1 min') r;
+\set VERBOSITY default
 SELECT lease, state FROM sno_leases ORDER BY lease;
 
 -- Misuse.
