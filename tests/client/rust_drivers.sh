@@ -110,6 +110,25 @@ if ((orm_fail)) || [[ "$rc $n" != "0 3" ]]; then
     fi
 fi
 
+# Partition leases (sno 0.8.0; PostgreSQL 15 only, as every lease test): the crate's features
+# lease-postgres and lease-tokio-postgres against the server (tests/drivers/rust/tests/lease.rs).
+if [[ "${SNO_PG_MAJOR:-15}" == 15 ]]; then
+    t0=$SECONDS
+    rc=0
+    PGOPTIONS="-c client_min_messages=warning" psql -d postgres \
+        -c "DROP DATABASE IF EXISTS sno_rust_lease" -c "CREATE DATABASE sno_rust_lease"
+    psql -d sno_rust_lease -c "CREATE EXTENSION sno"
+    SNO_TEST_DSN="postgresql:///sno_rust_lease?host=$host&port=$port&user=postgres" RUST_BACKTRACE=0 \
+        cargo test --manifest-path "$root/tests/drivers/rust/Cargo.toml" --test lease >"$log" 2>&1 || rc=$?
+    n="$(grep -cE '^test [a-z_]+ \.\.\. ok$' "$log" || true)"
+    grep -E '^test [a-z_]+ \.\.\. ' "$log" | sed 's/^test /  lease: /'
+    check "rust lease tests passed (cargo test exit code, tests passed; $((SECONDS - t0)) s)" "$rc $n" "0 4"
+    if [[ "$rc $n" != "0 4" ]]; then
+        fail=1
+        if grep -q '^failures:$' "$log"; then sed -n '/^failures:$/,$p' "$log" | head -n 120; else tail -n 60 "$log"; fi
+    fi
+fi
+
 # Diesel's introspection: `diesel print-schema` with the manual's diesel.toml prints the README's
 # schema.rs, byte for byte. diesel_cli is installed once (about 1.5 minutes) under SNO_WORK.
 cli="${SNO_WORK:-/tmp/sno-work}/diesel-cli-2.3.14"
