@@ -91,6 +91,21 @@ if ((fail)); then
 else
     grep -E '^\(' <<<"$out" || true
 fi
+# 3. A lease taken in a pipeline (psycopg's; pgx batches and JDBC batches behave the same) is
+# committed at once: a later statement of the pipeline that fails does not take it back.
+got="$(PGHOST="$host" PGPORT="$port" "$venv/bin/python" - "$db" <<'PY' 2>&1 || true
+import sys, psycopg
+c = psycopg.connect(dbname=sys.argv[1], user="postgres", autocommit=True)
+try:
+    with c.pipeline():
+        c.execute("SELECT lease FROM sno_lease_acquire(holder => 'pipeline', ttl => '1 min')")
+        c.execute("SELECT 1/0")
+except psycopg.errors.DivisionByZero:
+    pass
+print(c.execute("SELECT count(*) FROM sno_leases WHERE holder = 'pipeline'").fetchone()[0])
+PY
+)"
+check "a lease acquired in a pipeline whose next statement fails is kept (committed at once)" "$got" 1
 cleanup
 echo "(lease_python: $((SECONDS - t0)) s, $summary)"
 exit "$fail"
