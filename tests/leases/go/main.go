@@ -1,6 +1,6 @@
 // Command sno-lease-go runs the Go recipe of doc/services.md (lease.go, printed there verbatim):
 // a few leased muyo/sno generators, each called by several goroutines at once, for a while.
-// It is the program of tests/client/lease_go.sh and of the fleet trial.
+// It is the program of tests/client/lease_go.sh (the fleet trial has its own, tests/leases/fleet/go).
 //
 // Every ID made is written with the lease it was stamped in: by default to stdout as lines
 // "ID<tab>LEASE" (the 16-character text form; COPY's text format), or with -table T inserted
