@@ -478,8 +478,10 @@ grep -E 'refused \(' "$gen/py-paused.err" | head -n 1 | cut -c 1-200 | sed 's/^/
 
 # py-faketime and rs-faketime: their clocks behind, and what they stamped.
 for l in py rs; do
-    check "$l-faketime: its clock 3 s behind at its end (libfaketime)" "$(awk -v real="$t_end" -v f="$(
-        sed -n 's/.* wall=\([0-9.]*\).*/\1/p' "$gen/$l-faketime.err")" 'BEGIN { d = real - f; print (d > 2.5 && d < 4.5) ? "yes" : "no: " d }')" yes
+    # The process prints its faked wall time as it ends, up to a few seconds before this script reads
+    # the real one (t_end): behind by the 3 s step, plus that.
+    check "$l-faketime: its clock at least 3 s behind at its end (libfaketime)" "$(awk -v real="$t_end" -v f="$(
+        sed -n 's/.* wall=\([0-9.]*\).*/\1/p' "$gen/$l-faketime.err")" 'BEGIN { d = real - f; print (d > 2.5 && d < 10) ? "yes" : "no: " d }')" yes
     echo "$l-faketime (clock stepped back at +$(awk -v a="$t_run" -v b="${t_step[$l]}" 'BEGIN { printf "%.1f", b - a }') s):" \
         "$(grep -E '^fleet-(py|rs):' "$gen/$l-faketime.err")"
     grep -E 'refused \(' "$gen/$l-faketime.err" | head -n 3 | cut -c 1-200 | sed 's/^/    /' || true
