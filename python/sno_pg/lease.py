@@ -37,16 +37,20 @@ What the generator does, in the order of the server's rules:
   make it late) with the same ttl. When renewal fails with SQLSTATE 55000 (the lease expired,
   was released or is from before a failover of the registry) or 42501 (the token no longer
   matches), it acquires a new lease and switches to it, releasing the old one; until then it
-  goes on stamping under the old one until its ``expires_at``. Any other error or a lost
-  connection is retried with backoff;
+  goes on stamping under the old one until its ``expires_at``. After the switch, while this
+  machine's clock is still before the new lease's ``not_before`` (a clock behind the server's)
+  and the old window lasts, it goes on stamping under the old lease (the server grants its slice
+  to no one else before its ``expires_at``, released or not) rather than waiting. Any other
+  error or a lost connection is retried with backoff;
 - a process made by ``os.fork()`` (``multiprocessing``'s default on Linux, gunicorn's workers)
   never uses its parent's lease: its first ID acquires a lease of its own;
 - ``close()``, the end of a ``with`` block and interpreter exit release the lease (best effort:
   an unreleased lease simply runs out at its ``expires_at``; a ``multiprocessing`` child ends
   with ``os._exit``, which skips the release unless its target calls ``close()``);
 - units never go backwards: if the clock steps back, it keeps stamping from the last unit used;
-  when a unit's slice is used up it goes on to the next unit (below ``expires_at``), so the IDs
-  of one generator increase. With ``sequences=1024`` that is 256,000 IDs a second before IDs
+  when a unit's slice is used up it goes on to the next unit (below ``expires_at``), and a new
+  lease starts after the last unit stamped under the old one, so the IDs of one generator (with
+  one meta byte) increase. With ``sequences=1024`` that is 256,000 IDs a second before IDs
   run ahead of the clock.
 
 Sizing the ttl: the window is what you may stamp while the server is unreachable. With
@@ -118,6 +122,45 @@ class OutsideWindow(LeaseError):
 
 class GeneratorClosed(LeaseError):
     """``close()`` was called (or the interpreter is exiting)."""
+
+
+class _Slot:
+    """One lease's stamping state: its window in units, its slice, and its cursor (the last unit
+    and sequence stamped under it). Changed only under the generator's lock."""
+
+    __slots__ = ("lease", "nb", "ex", "partition", "smin", "smax", "unit", "seq")
+
+    def __init__(self, lease):
+        self.lease = lease
+        self.nb = unit_of(lease.not_before)
+        self.ex = unit_of(lease.expires_at)
+        self.partition = lease.partition
+        self.smin = lease.sequence_min
+        self.smax = lease.sequence_max
+        self.unit = -1  # the last unit stamped under this lease (-1: none yet)
+        self.seq = 0  # the last sequence stamped in that unit
+
+    def take(self, now, last):
+        """The unit of the next ID at clock unit ``now``, ``last`` being the last unit stamped
+        under any lease (-1: none). If ``nb <= unit < ex`` the ID is taken: ``unit`` and ``seq``
+        are its own. Otherwise nothing changes: below ``nb`` the clock is before the window; at
+        or past ``ex`` the window is over (or the slice of its last unit used up).
+
+        Units never go back: a lease goes on in the last unit stamped if it stamped it, else it
+        starts after it (the lease it replaced stamped it), so the IDs keep increasing."""
+        u = max(now, last if self.unit == last else last + 1)
+        if u < self.nb:
+            return u
+        if u == self.unit:
+            seq = self.seq + 1
+            if seq > self.smax:  # this unit's slice is used up: the next unit
+                u += 1
+                seq = self.smin
+        else:
+            seq = self.smin
+        if u < self.ex:
+            self.unit, self.seq = u, seq
+        return u
 
 
 @dataclass(frozen=True)
@@ -263,8 +306,7 @@ class LeasedGenerator:
         # Backoff between failed calls: 0.1 s doubling up to ttl / 8 (at most 10 s).
         self._backoff_cap = max(0.1, min(10.0, self._ttl.total_seconds() / 8))
         self._closed = False
-        self._unit = -1  # the last unit stamped (never goes back)
-        self._seq = None  # the last sequence stamped in that unit under the current lease
+        self._unit = -1  # the last unit stamped, under any lease (never goes back)
         self.renewals = 0  # successful renewals (all leases)
         self.acquisitions = 0  # leases acquired
         self.last_error = None  # the background's latest failure (None after a success)
@@ -278,12 +320,15 @@ class LeasedGenerator:
     def _init_process(self):
         self._pid = os.getpid()
         self.holder = self._holder_given or f"{socket.gethostname()}:{self._pid}"
-        self._lock = threading.Lock()  # the stamping state: _lease, _win, _unit, _seq
+        self._lock = threading.Lock()  # the stamping state: _lease, _cur, _prev, _unit
         self._acquire_lock = threading.Lock()  # a forked child's first acquire
         self._stop = threading.Event()
         self._thread = None
-        self._lease = None  # the lease stamped under
-        self._win = None  # (not_before unit, expires_at unit, partition, sequence_min, sequence_max)
+        self._lease = None  # the current lease (its latest renewal)
+        self._cur = None  # its _Slot
+        # The _Slot of the lease it replaced, stamped under while the clock is before the current
+        # one's window and inside its own; dropped once the current one stamps or it is over.
+        self._prev = None
         self._renewable = None  # the lease to renew; None: acquire a new one
         self._failures = 0
 
@@ -292,7 +337,6 @@ class LeasedGenerator:
         # Forget them without releasing (the parent still stamps under that lease); the first ID
         # acquires this process's own lease.
         self._init_process()
-        self._seq = None
 
     def _start_thread(self):
         if self._background and not self._closed:
@@ -319,34 +363,41 @@ class LeasedGenerator:
     def _next(self, meta):
         """A new ID as an int of 80 bits."""
         m = self._meta if meta is None else self._check_meta(meta)
-        if self._pid != os.getpid() or self._win is None:
+        if self._pid != os.getpid() or self._cur is None:
             self._need_lease()
         waited = 0.0
         while True:
             with self._lock:
-                if self._win is None:
+                cur = self._cur
+                if cur is None:
                     raise GeneratorClosed("this sno lease generator is closed")
-                nb, ex, partition, smin, smax = self._win
-                u = max((self._clock() - _EPOCH_NS) // _UNIT_NS, self._unit)
-                if u >= nb:
-                    if u == self._unit and self._seq is not None:
-                        seq = self._seq + 1
-                        if seq > smax:  # this unit's slice is used up: the next unit
-                            u += 1
-                            seq = smin
-                    else:
-                        seq = smin
-                    if u >= ex:
-                        raise OutsideWindow(self._why_outside(u, ex), self.last_error)
-                    self._unit, self._seq = u, seq
+                now = (self._clock() - _EPOCH_NS) // _UNIT_NS
+                slot = cur
+                u = cur.take(now, self._unit)
+                if u < cur.nb and self._prev is not None:
+                    # The clock is before the new lease's window: the lease it replaced, while
+                    # its own window lasts.
+                    prev = self._prev
+                    pu = prev.take(now, self._unit)
+                    if prev.nb <= pu < prev.ex:
+                        slot, u = prev, pu
+                    elif pu >= prev.ex:  # over: the new lease only from now on
+                        self._prev = None
+                if slot.nb <= u < slot.ex:
+                    if slot is cur:
+                        self._prev = None
+                    self._unit = u
                     # bytes 0-4: unit << 1 | tick (0: units never go back), 5: meta, 6-7, 8-9
-                    return u << 41 | m << 32 | partition << 16 | seq
-                behind = (nb - u) * 0.004
+                    return u << 41 | m << 32 | slot.partition << 16 | slot.seq
+                if u >= cur.ex:
+                    raise OutsideWindow(self._why_outside(u, cur.ex), self.last_error)
+                behind = (cur.nb - u) * 0.004
+                not_before = cur.lease.not_before
             # This clock is before the window's start (behind the server's): wait up to a second.
             if waited >= MAX_CLOCK_WAIT:
                 raise OutsideWindow(
                     f"this machine's clock is {behind:.3f} s before the sno lease's not_before "
-                    f"({self._lease.not_before.isoformat()}) after waiting {waited:.1f} s: it is behind "
+                    f"({not_before.isoformat()}) after waiting {waited:.1f} s: it is behind "
                     f"the server's clock; synchronise it (NTP)", self.last_error)
             d = min(behind, MAX_CLOCK_WAIT - waited) + 0.0005
             self._sleep(d)
@@ -371,7 +422,7 @@ class LeasedGenerator:
         if self._closed:
             raise GeneratorClosed("this sno lease generator is closed")
         with self._acquire_lock:
-            if self._win is None and self._renewable is None:
+            if self._cur is None and self._renewable is None:
                 self._install(self._registry.acquire(self.holder, self._ttl, self._sequences))
                 self._start_thread()
 
@@ -379,20 +430,27 @@ class LeasedGenerator:
 
     @property
     def lease(self):
-        """The lease IDs are stamped under now (a ``Lease``), or None."""
+        """The current lease (a ``Lease``), or None. Just after a switch, while this clock is before
+        its window, IDs may still come from the lease it replaced (see ``next_id``)."""
         return self._lease
 
     def _install(self, lease):
-        """Stamp under a new lease from now on; release the one it replaces."""
+        """Switch to a new lease; release the one it replaces (which may still be stamped under
+        until the clock reaches the new window, inside its own: the server grants its slice to no
+        one else before its expires_at, released or not)."""
         if self._closed:  # closed while this lease was being acquired
             self._release(lease)
             return
         old = self._lease
+        slot = _Slot(lease)  # a new slice: sequences start again (after the last unit stamped)
         with self._lock:
+            if self._prev is None:
+                # The lease replaced (if any) stays usable while the clock is before the new
+                # window. If a previous one is still kept, the current one never stamped (its
+                # window had not begun on this clock): the previous one is kept instead.
+                self._prev = self._cur
+            self._cur = slot
             self._lease = self._renewable = lease
-            self._win = (unit_of(lease.not_before), unit_of(lease.expires_at), lease.partition,
-                         lease.sequence_min, lease.sequence_max)
-            self._seq = None  # a new slice: sequences start again (units stay monotonic)
         self.acquisitions += 1
         self._succeeded()
         log.info("sno lease %s acquired by %s: partition %s, sequences %s-%s, window %s .. %s",
@@ -457,8 +515,8 @@ class LeasedGenerator:
             return 0.0
         with self._lock:
             if self._lease is old:
-                self._lease = self._renewable = new
-                self._win = self._win[:1] + (unit_of(new.expires_at),) + self._win[2:]
+                self._lease = self._renewable = self._cur.lease = new
+                self._cur.ex = unit_of(new.expires_at)
         self.renewals += 1
         self._succeeded()
         return self._renew_delay(new)
@@ -485,7 +543,7 @@ class LeasedGenerator:
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout=5)
         with self._lock:
-            lease, self._lease, self._win, self._renewable = self._lease, None, None, None
+            lease, self._lease, self._cur, self._prev, self._renewable = self._lease, None, None, None, None
         if lease is not None and self._pid == os.getpid():
             self._release(lease)
         _generators.discard(self)

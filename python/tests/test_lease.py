@@ -296,6 +296,165 @@ class Renewal(unittest.TestCase):
             g.maintain()  # renews the new one
             self.assertEqual(reg.renewed[-1].lease, new.lease)
 
+    def assert_own_windows(self, ids, leases):
+        """Every ID from one of ``leases``, inside that lease's window and slice."""
+        by_partition = {lease.partition: lease for lease in leases}
+        for id in ids:
+            lease = by_partition[sno_partition(id)]
+            nb, ex = window(lease)
+            self.assertTrue(nb <= unit_of_id(id) < ex, (id, lease))
+            self.assertTrue(lease.sequence_min <= sno_sequence(id) <= lease.sequence_max, (id, lease))
+
+    def switch_to_a_lease_ahead(self, clock, g, reg, skew, state="55000"):
+        """The renewal refused, a new lease from a registry whose clock is `skew` s ahead."""
+        reg.renew_error = SqlError(state)
+        self.assertEqual(g.maintain(), 0.0)
+        reg.renew_error = None
+        reg.skew = skew
+        g.maintain()
+        return reg.granted[-1]
+
+    def test_switch_while_the_clock_is_behind_the_new_window_stamps_the_old_lease(self):
+        clock = Clock()
+        g, reg = generator(clock, ttl=10, sequences=8)
+        old = reg.granted[0]
+        clock.advance(1)
+        ids = [g.next_id() for _ in range(3)]  # one unit: the old slice's first 3 sequences
+        new = self.switch_to_a_lease_ahead(clock, g, reg, skew=3)
+        self.assertIs(g.lease, new)
+        self.assertEqual(reg.released, [old.lease])  # released at once: its slice stays its own until expires_at
+        nb_new = window(new)[0]
+        self.assertGreater(nb_new, unit_of(clock()) + 700)  # about 3 s ahead of this clock
+        id = g.next_id()  # the same unit, under the old lease: its cursor goes on
+        self.assertEqual((sno_partition(id), sno_sequence(id)), (old.partition, old.sequence_min + 3))
+        ids.append(id)
+        ids += [g.next_id() for _ in range(20)]  # the old slice of a unit used up: the next units
+        while unit_of(clock()) < nb_new + 100:
+            ids += [g.next_id() for _ in range(3)]
+            clock.advance(0.003)
+        self.assertEqual(clock.slept, 0.0)  # never waited for the new window
+        self.assertEqual(len(set(ids)), len(ids))
+        self.assertEqual(ids, sorted(ids))  # one meta: increasing across the switch
+        self.assert_own_windows(ids, [old, new])
+        partitions = [sno_partition(i) for i in ids]
+        k = partitions.index(new.partition)
+        self.assertGreater(k, 24)  # hundreds of units stamped under the old lease after the switch
+        self.assertEqual(partitions, [old.partition] * k + [new.partition] * (len(ids) - k))
+        self.assertLess(unit_of_id(ids[k - 1]), nb_new)
+        self.assertEqual((unit_of_id(ids[k]), sno_sequence(ids[k])), (nb_new, new.sequence_min))
+        clock.advance(-2)  # back before the new window: the new lease goes on, the old one is done
+        id = g.next_id()
+        self.assertEqual(sno_partition(id), new.partition)
+        self.assertGreater(id, ids[-1])
+        self.assertEqual(reg.released, [old.lease])
+
+    def test_switch_behind_the_new_window_until_the_old_window_ends(self):
+        clock = Clock()
+        g, reg = generator(clock, ttl=2)
+        old = reg.granted[0]
+        _, ex_old = window(old)
+        clock.advance(1.5)
+        new = self.switch_to_a_lease_ahead(clock, g, reg, skew=3)
+        nb_new = window(new)[0]
+        self.assertGreater(nb_new, ex_old + 100)
+        clock.ns = EPOCH_NS + (ex_old - 1) * UNIT  # the old window's last unit
+        id = g.next_id()
+        self.assertEqual((sno_partition(id), unit_of_id(id)), (old.partition, ex_old - 1))
+        clock.ns = EPOCH_NS + ex_old * UNIT  # the old window is over, the new one not begun
+        with self.assertRaises(OutsideWindow) as e:
+            g.next_id()
+        self.assertIn("before the sno lease's not_before", str(e.exception))
+        self.assertAlmostEqual(clock.slept, 1.0, delta=0.01)
+        clock.ns = EPOCH_NS + nb_new * UNIT - 500_000_000  # 0.5 s before the new window: waits
+        id = g.next_id()
+        self.assertEqual((sno_partition(id), unit_of_id(id)), (new.partition, nb_new))
+        self.assertAlmostEqual(clock.slept, 1.5, delta=0.01)
+
+    def test_switch_after_the_old_lease_ended_waits_for_the_new_window_as_before(self):
+        for skew, waits in ((0.3, True), (5, False)):
+            clock = Clock()
+            g, reg = generator(clock, ttl=2)
+            old = reg.granted[0]
+            _, ex_old = window(old)
+            clock.advance(0.7)
+            first = g.next_id()
+            reg.renew_error = ConnectionError("server closed the connection unexpectedly")
+            g.maintain()
+            clock.ns = EPOCH_NS + ex_old * UNIT + 10 * UNIT  # the old lease is over
+            self.assertRaises(OutsideWindow, g.next_id)
+            new = self.switch_to_a_lease_ahead(clock, g, reg, skew=skew)
+            nb_new = window(new)[0]
+            self.assertEqual(reg.released, [old.lease])
+            if waits:  # a clock 0.3 s behind: waits for the new window, then stamps under it
+                id = g.next_id()
+                self.assertEqual((sno_partition(id), unit_of_id(id), sno_sequence(id)),
+                                 (new.partition, nb_new, new.sequence_min))
+                self.assertAlmostEqual(clock.slept, 0.3, delta=0.01)
+                self.assertGreater(id, first)
+            else:  # 5 s behind: an error after a second, never an ID of the old lease
+                with self.assertRaises(OutsideWindow) as e:
+                    g.next_id()
+                self.assertIn("before the sno lease's not_before", str(e.exception))
+                self.assertAlmostEqual(clock.slept, 1.0, delta=0.01)
+
+    def test_a_second_switch_before_the_new_window_keeps_the_lease_in_use(self):
+        clock = Clock()
+        g, reg = generator(clock, ttl=10)
+        first = reg.granted[0]
+        clock.advance(1)
+        ids = [g.next_id()]
+        second = self.switch_to_a_lease_ahead(clock, g, reg, skew=2)
+        ids.append(g.next_id())
+        third = self.switch_to_a_lease_ahead(clock, g, reg, skew=3, state="42501")  # the second one never stamped
+        self.assertIs(g.lease, third)
+        self.assertEqual(reg.released, [first.lease, second.lease])
+        nb_third = window(third)[0]
+        while unit_of(clock()) < nb_third + 10:
+            ids.append(g.next_id())
+            clock.advance(0.004)
+        self.assertEqual(clock.slept, 0.0)
+        self.assertEqual(len(set(ids)), len(ids))
+        self.assertEqual(ids, sorted(ids))
+        self.assert_own_windows(ids, [first, third])
+        partitions = [sno_partition(i) for i in ids]
+        k = partitions.index(third.partition)
+        self.assertEqual(partitions, [first.partition] * k + [third.partition] * (len(ids) - k))
+        self.assertEqual(unit_of_id(ids[k]), nb_third)
+
+    def test_threads_across_a_switch_behind_the_new_window(self):
+        clock = Clock()
+        g, reg = generator(clock, ttl=10, sequences=64)
+        old = reg.granted[0]
+        clock.advance(1)
+        out = [[] for _ in range(6)]
+        switched = threading.Event()
+
+        def work(k):
+            for i in range(4000):
+                out[k].append(g.next_id())
+                if i == 1000 and k == 0:
+                    self.switch_to_a_lease_ahead(clock, g, reg, skew=2)
+                    switched.set()
+                if i % 20 == 0:
+                    clock.advance(0.004)
+
+        ts = [threading.Thread(target=work, args=(k,)) for k in range(6)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        self.assertTrue(switched.is_set())
+        new = reg.granted[1]
+        every = [i for o in out for i in o]
+        self.assertEqual(len(set(every)), len(every))
+        for o in out:
+            self.assertEqual(o, sorted(o))
+        self.assert_own_windows(every, [old, new])
+        partitions = [sno_partition(i) for i in every]
+        self.assertGreater(partitions.count(old.partition), 6 * 1000)  # the old one after the switch too
+        self.assertGreater(partitions.count(new.partition), 1000)
+        self.assertEqual(clock.slept, 0.0)
+
     def test_no_new_lease_stamps_old_until_its_end(self):
         clock = Clock()
         g, reg = generator(clock)
