@@ -89,7 +89,7 @@ started() { echo "$1" >>"$CL_WORK/pids"; }
 part "builds"
 # Go: as lease_go.sh (Debian's Go, GOPATH mode, no module proxy, the same cache), from a copy
 # of the recipe beside the fleet program (one package main).
-muyo="$root/../shared/muyo-sno"
+muyo="$(shared_dir "$root")/muyo-sno"
 go_out="${SNO_LEASE_GO_DIR:-$root/target/lease-go}"
 # Debian's Go and pgx v4, when missing (this test runs before lease_go.sh, which does the same).
 missing=()

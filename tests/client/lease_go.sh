@@ -39,13 +39,13 @@ host="$1" port="$2" bindir="$3"
 export PGHOST="$host" PGPORT="$port" PGUSER=postgres
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 src="$root/tests/leases/go"
-muyo="$root/../shared/muyo-sno"
 out="${SNO_LEASE_GO_DIR:-$root/target/lease-go}"
 db=sno_lease_go
 role=sno_lease_go
 ttl=2
 # shellcheck source=lib.bash
 source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
+muyo="$(shared_dir "$root")/muyo-sno"
 harness_setup lease_go "$bindir" # the work directory only: no server of its own
 work="$CL_WORK"
 psql() { "$bindir/psql" -X -q -At -v ON_ERROR_STOP=1 -d "$db" "$@"; }

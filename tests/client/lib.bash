@@ -356,3 +356,18 @@ node_client() {
     shift 2
     "${CL_BIN[$name]}/$prog" -h "$CL_WORK" -p "${CL_PORT[$name]}" -U postgres "$@"
 }
+
+# shared_dir ROOT: the folder of sources no registry here serves (muyo-sno, citus, timescaledb;
+# see the README), beside the project: $SNO_SHARED if set, else ROOT/../shared, else, for a clone
+# of a local repository (a CI run's clean clone), the shared folder beside the repository it was
+# cloned from. Prints nothing when none is found.
+shared_dir() {
+    local root="$1" origin d
+    origin="$(git -C "$root" remote get-url origin 2>/dev/null || true)"
+    for d in "${SNO_SHARED:-}" "$root/../shared" "${origin:+$origin/../shared}"; do
+        if [[ -n "$d" && -d "$d" ]]; then
+            (cd "$d" && pwd)
+            return 0
+        fi
+    done
+}
