@@ -352,11 +352,22 @@ run_case_body() {
 
 t_start=$SECONDS
 # pg_upgrade needs the same sno in both majors (pg_restore re-creates its C functions).
-# ext_sql BINDIR: a digest of the sno extension scripts installed for that major.
+# ext_sql BINDIR: a digest of the sno extension scripts installed for that major: each file's
+# name and its statements, sorted, comments and spacing left out (pgrx may order the functions
+# of one install script differently from one build to the next, as .ci/package allows).
 ext_sql() {
-    local files
-    files="$(find "$("$1/pg_config" --sharedir)/extension" -name 'sno--*.sql' 2>/dev/null | sort)"
-    [[ -n "$files" ]] && xargs cat <<<"$files" | md5sum | cut -d' ' -f1
+    local dir
+    dir="$("$1/pg_config" --sharedir)/extension"
+    find "$dir" -name 'sno--*.sql' 2>/dev/null | grep -q . || return 0
+    python3 - "$dir" <<'PY' | md5sum | cut -d' ' -f1
+import glob, os, re, sys
+for path in sorted(glob.glob(os.path.join(sys.argv[1], "sno--*.sql"))):
+    text = re.sub(r"/\*.*?\*/", " ", open(path).read(), flags=re.S)
+    text = "\n".join(l for l in text.splitlines() if not l.lstrip().startswith("--"))
+    stmts = sorted(s for s in (" ".join(s.split()) for s in re.split(r";\s*\n", text)) if s)
+    print(os.path.basename(path))
+    print("\n".join(stmts))
+PY
 }
 sql_old="$(ext_sql "$old_bin")" sql_new="$(ext_sql "$new_bin")"
 if [[ -z "$sql_old" || "$sql_old" != "$sql_new" ]]; then
