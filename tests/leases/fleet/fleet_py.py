@@ -101,6 +101,7 @@ def holds(lease, id):
 
 ids = refused = batches = 0
 batch = []
+recent = []  # the latest leases this generator was told of (distinct tokens), oldest first
 last_ok = True
 
 
@@ -149,10 +150,13 @@ while not stop.is_set() and time.monotonic() < deadline:
         last_ok = True
         note(before)
         note(after)
-        lease = after if (before is None or after is None or before.lease == after.lease
-                          or holds(after, i)) else before
-        if lease is None:
-            lease = before
+        # The lease the ID was stamped under: the one whose partition and slice it has, among
+        # the current one and those before it (after a switch the generator goes on stamping
+        # under the replaced lease while this clock is before the new window).
+        for l in (after, before):
+            if l is not None and (not recent or recent[-1].token != l.token):
+                recent[:] = [r for r in recent if r.token != l.token][-3:] + [l]
+        lease = next((l for l in reversed(recent) if holds(l, i)), after or before)
         ids += 1
         batch.append((i, lease))
     if len(batch) >= 500 or time.monotonic() - last_flush >= 0.05:
