@@ -1,6 +1,7 @@
-//! The README's Rust ORM snippets ("Using sno from your ORM", the blocks after an
-//! `<!-- orm-rust: NAME -->` line), written to `OUT_DIR/NAME.rs` for tests/orm.rs to
-//! `include!`, so the tests compile and run them as printed. Item blocks (schema, models,
+//! The manual's Rust snippets: doc/orms.md's (the blocks after an `<!-- orm-rust: NAME -->`
+//! line) and doc/services.md's (after `<!-- lease-rust: NAME -->`), written to
+//! `OUT_DIR/NAME.rs` for tests/orm.rs and tests/lease.rs to `include!`, so the tests compile and
+//! run them as printed. Item blocks (schema, models,
 //! entities) are copied as they are; a block of statements is wrapped in a function (below)
 //! that returns the values it binds, for the test to check.
 
@@ -21,18 +22,47 @@ const WRAPPED: &[(&str, &str, &str)] = &[
          Vec<order::Model>), sea_orm::DbErr> {",
         "Ok((order, same, later, items, recent))\n}",
     ),
+    (
+        "lease-keeper",
+        "pub async fn doc_lease_keeper() -> Result<sno::Sno, Box<dyn std::error::Error>> {",
+        "Ok(id)\n}",
+    ),
+];
+
+/// The pages, their marker, and the blocks each must have.
+const PAGES: &[(&str, &str, &[&str])] = &[
+    (
+        "doc/orms.md",
+        "<!-- orm-rust: ",
+        &[
+            "diesel-schema",
+            "diesel-models",
+            "diesel-queries",
+            "sea-orm-entities",
+            "sea-orm-queries",
+        ],
+    ),
+    ("doc/services.md", "<!-- lease-rust: ", &["lease-keeper"]),
 ];
 
 fn main() {
-    let readme = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../doc/orms.md");
-    println!("cargo:rerun-if-changed={}", readme.display());
-    let text = fs::read_to_string(&readme).expect("doc/orms.md");
     let out = env::var("OUT_DIR").unwrap();
+    for (page, marker, wanted) in PAGES {
+        extract(page, marker, wanted, &out);
+    }
+}
+
+fn extract(page: &str, marker: &str, wanted: &[&str], out: &str) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../..")
+        .join(page);
+    println!("cargo:rerun-if-changed={}", path.display());
+    let text = fs::read_to_string(&path).expect(page);
     let mut found = Vec::new();
     let mut lines = text.lines();
     while let Some(line) = lines.next() {
         let Some(name) = line
-            .strip_prefix("<!-- orm-rust: ")
+            .strip_prefix(marker)
             .and_then(|rest| rest.strip_suffix(" -->"))
         else {
             continue;
@@ -40,26 +70,20 @@ fn main() {
         assert_eq!(
             lines.next(),
             Some("```rust"),
-            "doc/orms.md: no ```rust block after {line}"
+            "{page}: no ```rust block after {line}"
         );
         let block: Vec<&str> = lines.by_ref().take_while(|l| *l != "```").collect();
         let mut code = block.join("\n") + "\n";
         if let Some((_, head, tail)) = WRAPPED.iter().find(|(n, _, _)| *n == name) {
             code = format!("{head}\n{code}{tail}\n");
         }
-        fs::write(Path::new(&out).join(format!("{name}.rs")), code).unwrap();
+        fs::write(Path::new(out).join(format!("{name}.rs")), code).unwrap();
         found.push(name.to_string());
     }
-    for name in [
-        "diesel-schema",
-        "diesel-models",
-        "diesel-queries",
-        "sea-orm-entities",
-        "sea-orm-queries",
-    ] {
+    for name in wanted {
         assert!(
             found.iter().any(|n| n == name),
-            "doc/orms.md: no <!-- orm-rust: {name} --> block"
+            "{page}: no {marker}{name} --> block"
         );
     }
 }

@@ -529,3 +529,32 @@ fn bench_leased_generator_vs_uuid_v7() {
         renew.as_secs_f64() * 1e3
     );
 }
+
+// doc/services.md's Rust block, as printed (tests/drivers/rust/build.rs wraps it in
+// `doc_lease_keeper`, which returns the ID it made).
+include!(concat!(env!("OUT_DIR"), "/lease-keeper.rs"));
+
+/// The manual's keeper, with DATABASE_URL set to the test's server: it takes a lease, makes an
+/// ID in the lease's partition and slice, and its shutdown releases the lease.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_manuals_keeper() {
+    std::env::set_var("DATABASE_URL", dsn());
+    let id = doc_lease_keeper().await.unwrap();
+    let (db, connection) = tokio_postgres::connect(&dsn(), tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    let row = db
+        .query_one(
+            "SELECT count(*) FROM sno_leases WHERE holder = 'orders-api' AND state = 'released' \
+             AND partition = $1 AND $2 BETWEEN sequence_min AND sequence_max",
+            &[&i32::from(id.partition()), &i32::from(id.sequence())],
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        row.get::<_, i64>(0),
+        1,
+        "{id}: no released lease of 'orders-api' holds it"
+    );
+}
