@@ -19,7 +19,7 @@ from datetime import timedelta
 
 import psycopg
 
-from sno_pg import sno_sequence, sno_time
+from sno_pg import sno_partition, sno_sequence, sno_time
 from sno_pg.lease import GeneratorClosed, LeasedGenerator, OutsideWindow
 
 host, port, db, db_ext = sys.argv[1:5]
@@ -92,14 +92,33 @@ check("a factory of connections not in autocommit", len(ids), 100)
 with LeasedGenerator(dsn(APP, db_ext), holder="ext", ttl=TTL, schema="ext") as g:
     check("sno in schema ext: schema='ext'", len(g.next_id()), 16)
 
-# The README's example (python/README.md), run as printed.
+# The README's SQL (python/README.md: the role, its grants, the table) and its example, both run
+# as printed, the example as that role.
 readme = open(os.path.join(os.path.dirname(__file__), "..", "..", "python", "README.md"), encoding="utf-8").read()
+setup = re.search(r"once, as the database's owner:\n\n```sql\n(.*?)```\n", readme, re.S)
+with psycopg.connect(ADMIN, autocommit=True) as c:
+    c.execute(setup.group(1) if setup else "SELECT 1/0")
 example = re.search(r"<!-- lease-example -->\n```python\n(.*?)```\n", readme, re.S)
 run = subprocess.run([sys.executable, "-c", example.group(1) if example else "raise SystemExit(9)"],
-                     env={**os.environ, "DATABASE_URL": dsn(APP)}, capture_output=True, text=True, timeout=30)
+                     env={**os.environ, "DATABASE_URL": dsn("orders_api")}, capture_output=True, text=True,
+                     timeout=30)
 check("python/README.md's example runs as printed", (run.returncode, run.stderr), (0, ""))
 check("... and inserted its two orders", sql("SELECT count(*) FROM orders")[0][0], 2)
 sql("INSERT INTO ids (id, holder) SELECT id, 'orders-api' FROM orders")
+
+# doc/services.md's Python block, run as printed: one ID, in the lease it took (released).
+page = open(os.path.join(os.path.dirname(__file__), "..", "..", "doc", "services.md"), encoding="utf-8").read()
+block = re.search(r"<!-- lease-python -->\n```python\n(.*?)```\n", page, re.S)
+run = subprocess.run([sys.executable, "-c", block.group(1) if block else "raise SystemExit(9)"],
+                     env={**os.environ, "DATABASE_URL": dsn(APP)}, capture_output=True, text=True, timeout=30)
+printed = run.stdout.strip()
+check("doc/services.md's Python block runs as printed", (run.returncode, run.stderr, len(printed)), (0, "", 16))
+check("... its ID is in a released lease of orders-api's slice",
+      sql("SELECT count(*) FROM sno_leases WHERE holder = 'orders-api' AND state = 'released' AND partition = %s "
+          "AND %s BETWEEN sequence_min AND sequence_max", (sno_partition(printed), sno_sequence(printed)))[0][0]
+      if len(printed) == 16 else None, 1)
+if len(printed) == 16:
+    sql("INSERT INTO ids (id, holder) VALUES (%s, 'orders-api')", (printed,))
 
 # --- the main run: threads, renewals, a forked child, a slice used up ------------------------
 

@@ -68,15 +68,15 @@ check "pure tests of sno_pg.lease (python/tests, $versions): ${summary:-no summa
 # 2. Against the live cluster.
 cleanup() {
     psql -d postgres -c "SET client_min_messages = warning" -c "DROP DATABASE IF EXISTS $db" \
-        -c "DROP DATABASE IF EXISTS $db_ext" -c "DROP ROLE IF EXISTS $app" -c "DROP ROLE IF EXISTS $nogrant"
+        -c "DROP DATABASE IF EXISTS $db_ext" -c "DROP ROLE IF EXISTS $app" -c "DROP ROLE IF EXISTS $nogrant" \
+        -c "DROP ROLE IF EXISTS orders_api" # python/README.md's role, which its SQL block (run by lease_python.py) makes
 }
 cleanup
 psql -d postgres -c "CREATE DATABASE $db" -c "CREATE DATABASE $db_ext" \
     -c "CREATE ROLE $app LOGIN" -c "CREATE ROLE $nogrant LOGIN"
 grant="GRANT EXECUTE ON FUNCTION sno_lease_acquire(text, interval, int4), sno_lease_renew(bigint, uuid, interval), sno_lease_release(bigint, uuid) TO $app"
 psql -d "$db" -c "SET client_min_messages = warning" -c "CREATE EXTENSION sno" -c "$grant" \
-    -c "CREATE TABLE ids (id sno NOT NULL, holder text NOT NULL)" \
-    -c "CREATE TABLE orders (id sno PRIMARY KEY, item text)" -c "GRANT INSERT, SELECT ON orders TO $app"
+    -c "CREATE TABLE ids (id sno NOT NULL, holder text NOT NULL)"
 psql -d "$db_ext" -c "SET client_min_messages = warning" -c "CREATE SCHEMA ext" -c "CREATE EXTENSION sno SCHEMA ext" \
     -c "GRANT USAGE ON SCHEMA ext TO $app" -c "SET search_path = ext" -c "$grant"
 
