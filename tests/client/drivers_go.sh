@@ -29,22 +29,8 @@ log="$(mktemp)"
 trap 'rm -f "$log"' EXIT
 t0=$SECONDS
 
-# The Debian packages, when missing (an apt-get update first only if the install fails).
-packages=(golang-go golang-github-lib-pq-dev golang-github-jackc-pgx-v4-dev)
-missing=()
-for p in "${packages[@]}"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
-done
-if ((${#missing[@]})); then
-    echo "installing the Debian packages ${missing[*]}"
-    export DEBIAN_FRONTEND=noninteractive
-    apt=(apt-get -o DPkg::Lock::Timeout=300)
-    if ! "${apt[@]}" install -y --no-install-recommends "${missing[@]}" >"$log" 2>&1; then
-        "${apt[@]}" update >"$log" 2>&1 || true
-        "${apt[@]}" install -y --no-install-recommends "${missing[@]}" >"$log" 2>&1 ||
-            { tail -n 30 "$log"; die "apt-get install ${missing[*]}"; }
-    fi
-fi
+# The Debian packages, when missing.
+debian_packages "$log" golang-go golang-github-lib-pq-dev golang-github-jackc-pgx-v4-dev
 t_install=$((SECONDS - t0))
 
 # Debian's Go (not whatever else is on PATH), offline, ignoring any user go env file.

@@ -22,22 +22,8 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
 psql() { "$bindir/psql" -X -q -v ON_ERROR_STOP=1 "$@"; }
 t0=$SECONDS
 
-# The venv: made if missing, (re)filled when requirements.txt is not the one it was filled from.
-# A lock, so that runs on several majors at once do not fill it together.
-venv="$SNO_WORK/venv-drivers"
-req="$root/tests/drivers/python/requirements.txt"
-mkdir -p "$SNO_WORK"
-exec 9>"$SNO_WORK/venv-drivers.lock"
-flock 9
-if [[ ! -x "$venv/bin/python" ]] || ! cmp -s "$req" "$venv/sno-requirements.txt"; then
-    echo "(installing the Python drivers into $venv)"
-    { [[ -x "$venv/bin/python" ]] || "${SNO_PYTHON:-python3}" -m venv "$venv"; } ||
-        die "could not make a venv with ${SNO_PYTHON:-python3} -m venv"
-    "$venv/bin/python" -m pip install -q --disable-pip-version-check -r "$req" ||
-        die "pip install -r tests/drivers/python/requirements.txt failed"
-    cp "$req" "$venv/sno-requirements.txt"
-fi
-flock -u 9
+# The venv (tests/client/lib.bash's drivers_venv).
+venv="$(drivers_venv "$root")"
 versions="$("$venv/bin/python" -c 'import psycopg, asyncpg; print(f"psycopg {psycopg.__version__} ({psycopg.pq.__impl__}), asyncpg {asyncpg.__version__}")')"
 
 PGOPTIONS="-c client_min_messages=warning" psql -d postgres \

@@ -91,21 +91,8 @@ part "builds"
 # of the recipe beside the fleet program (one package main).
 muyo="$(shared_dir "$root")/muyo-sno"
 go_out="${SNO_LEASE_GO_DIR:-$root/target/lease-go}"
-# Debian's Go and pgx v4, when missing (this test runs before lease_go.sh, which does the same).
-missing=()
-for p in golang-go golang-github-jackc-pgx-v4-dev; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
-done
-if ((${#missing[@]})); then
-    echo "installing the Debian packages ${missing[*]}"
-    export DEBIAN_FRONTEND=noninteractive
-    apt=(apt-get -o DPkg::Lock::Timeout=300)
-    if ! "${apt[@]}" install -y --no-install-recommends "${missing[@]}" >"$CL_WORK/apt.log" 2>&1; then
-        "${apt[@]}" update >"$CL_WORK/apt.log" 2>&1 || true
-        "${apt[@]}" install -y --no-install-recommends "${missing[@]}" >"$CL_WORK/apt.log" 2>&1 ||
-            { tail -n 30 "$CL_WORK/apt.log"; die "apt-get install ${missing[*]}"; }
-    fi
-fi
+# Debian's Go and pgx v4, when missing (this test runs before lease_go.sh).
+debian_packages "$CL_WORK/apt.log" golang-go golang-github-jackc-pgx-v4-dev
 [[ -f "$muyo/src/github.com/muyo/sno/generator.go" ]] || die "muyo/sno is not in $muyo"
 mkdir -p "$go_out" "$CL_WORK/go"
 cp "$root/tests/leases/go/lease.go" "$fleet/go/main.go" "$CL_WORK/go/"
@@ -120,20 +107,8 @@ fi
 check "go build and vet: tests/leases/fleet/go with the recipe (tests/leases/go/lease.go)" ok ok
 check "gofmt -l tests/leases/fleet/go" "$(/usr/lib/go/bin/gofmt -l "$fleet/go")" ""
 
-# Python: the venv of drivers_python.sh and lease_python.sh (same lock, same requirements).
-venv="$SNO_WORK/venv-drivers"
-req="$root/tests/drivers/python/requirements.txt"
-exec 9>"$SNO_WORK/venv-drivers.lock"
-flock 9
-if [[ ! -x "$venv/bin/python" ]] || ! cmp -s "$req" "$venv/sno-requirements.txt"; then
-    echo "(installing the Python drivers into $venv)"
-    { [[ -x "$venv/bin/python" ]] || "${SNO_PYTHON:-python3}" -m venv "$venv"; } ||
-        die "could not make a venv with ${SNO_PYTHON:-python3} -m venv"
-    "$venv/bin/python" -m pip install -q --disable-pip-version-check -r "$req" ||
-        die "pip install -r tests/drivers/python/requirements.txt failed"
-    cp "$req" "$venv/sno-requirements.txt"
-fi
-flock -u 9
+# Python: the venv of drivers_python.sh and lease_python.sh (tests/client/lib.bash's drivers_venv).
+venv="$(drivers_venv "$root")"
 exec 9>&-
 export PYTHONPATH="$root/python" PYTHONDONTWRITEBYTECODE=1
 

@@ -70,22 +70,8 @@ else
     echo "skip: doc/services.md does not exist yet: its \`\`\`go block is not compared with tests/leases/go/lease.go"
 fi
 
-# Debian's Go, pgx v4 and lib/pq, when missing (an apt-get update first only if the install fails).
-packages=(golang-go golang-github-jackc-pgx-v4-dev golang-github-lib-pq-dev)
-missing=()
-for p in "${packages[@]}"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
-done
-if ((${#missing[@]})); then
-    echo "installing the Debian packages ${missing[*]}"
-    export DEBIAN_FRONTEND=noninteractive
-    apt=(apt-get -o DPkg::Lock::Timeout=300)
-    if ! "${apt[@]}" install -y --no-install-recommends "${missing[@]}" >"$work/apt.log" 2>&1; then
-        "${apt[@]}" update >"$work/apt.log" 2>&1 || true
-        "${apt[@]}" install -y --no-install-recommends "${missing[@]}" >"$work/apt.log" 2>&1 ||
-            { tail -n 30 "$work/apt.log"; die "apt-get install ${missing[*]}"; }
-    fi
-fi
+# Debian's Go, pgx v4 and lib/pq, when missing.
+debian_packages "$work/apt.log" golang-go golang-github-jackc-pgx-v4-dev golang-github-lib-pq-dev
 [[ -f "$muyo/src/github.com/muyo/sno/generator.go" ]] || die "muyo/sno is not in $muyo"
 
 # Debian's Go, offline, with the real muyo/sno (not the driver tests' stand-in).

@@ -39,21 +39,8 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
 psql() { "$bindir/psql" -X -q -v ON_ERROR_STOP=1 "$@"; }
 t0=$SECONDS
 
-# The venv with psycopg 3, as drivers_python.sh fills it (same lock, same requirements).
-venv="$SNO_WORK/venv-drivers"
-req="$root/tests/drivers/python/requirements.txt"
-mkdir -p "$SNO_WORK"
-exec 9>"$SNO_WORK/venv-drivers.lock"
-flock 9
-if [[ ! -x "$venv/bin/python" ]] || ! cmp -s "$req" "$venv/sno-requirements.txt"; then
-    echo "(installing the Python drivers into $venv)"
-    { [[ -x "$venv/bin/python" ]] || "${SNO_PYTHON:-python3}" -m venv "$venv"; } ||
-        die "could not make a venv with ${SNO_PYTHON:-python3} -m venv"
-    "$venv/bin/python" -m pip install -q --disable-pip-version-check -r "$req" ||
-        die "pip install -r tests/drivers/python/requirements.txt failed"
-    cp "$req" "$venv/sno-requirements.txt"
-fi
-flock -u 9
+# The venv with psycopg 3, as drivers_python.sh fills it (tests/client/lib.bash's drivers_venv).
+venv="$(drivers_venv "$root")"
 # No __pycache__ left in the work tree.
 export PYTHONPATH="$root/python" PYTHONDONTWRITEBYTECODE=1
 versions="$("$venv/bin/python" -c 'import sys, psycopg; print(f"Python {sys.version.split()[0]}, psycopg {psycopg.__version__}")')"

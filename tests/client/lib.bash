@@ -371,3 +371,42 @@ shared_dir() {
         fi
     done
 }
+
+# debian_packages LOG PACKAGE...: installs the Debian packages that are missing (an apt-get
+# update first only if the install fails; waiting up to 5 minutes for dpkg's lock, which another
+# test may hold), apt's output to LOG. Dies if they cannot be installed.
+debian_packages() {
+    local log="$1" p missing=() apt=(apt-get -o DPkg::Lock::Timeout=300)
+    shift
+    for p in "$@"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+    done
+    ((${#missing[@]})) || return 0
+    echo "installing the Debian packages ${missing[*]}"
+    if ! DEBIAN_FRONTEND=noninteractive "${apt[@]}" install -y --no-install-recommends "${missing[@]}" >"$log" 2>&1; then
+        "${apt[@]}" update >"$log" 2>&1 || true
+        DEBIAN_FRONTEND=noninteractive "${apt[@]}" install -y --no-install-recommends "${missing[@]}" >"$log" 2>&1 ||
+            { tail -n 30 "$log"; die "apt-get install ${missing[*]}"; }
+    fi
+}
+
+# drivers_venv ROOT: the venv with the Python drivers of ROOT/tests/drivers/python/requirements.txt
+# (from PyPI), $SNO_WORK/venv-drivers: made if missing, refilled when the requirements are not the
+# ones it was filled from, under a lock (tests on several majors may start together). Prints its
+# path.
+drivers_venv() {
+    local venv="$SNO_WORK/venv-drivers" req="$1/tests/drivers/python/requirements.txt"
+    mkdir -p "$SNO_WORK"
+    (
+        flock 9
+        if [[ ! -x "$venv/bin/python" ]] || ! cmp -s "$req" "$venv/sno-requirements.txt"; then
+            echo "(installing the Python drivers into $venv)" >&2
+            { [[ -x "$venv/bin/python" ]] || "${SNO_PYTHON:-python3}" -m venv "$venv"; } ||
+                { echo "FAIL: could not make a venv with ${SNO_PYTHON:-python3} -m venv" >&2; exit 1; }
+            "$venv/bin/python" -m pip install -q --disable-pip-version-check -r "$req" >&2 ||
+                { echo "FAIL: pip install -r tests/drivers/python/requirements.txt failed" >&2; exit 1; }
+            cp "$req" "$venv/sno-requirements.txt"
+        fi
+    ) 9>"$SNO_WORK/venv-drivers.lock" || exit 1
+    echo "$venv"
+}
