@@ -303,12 +303,12 @@ fn sno_lease_acquire(
         durable_commit(c);
         prune(c);
         let rows = pool_rows(c);
-        let unknown: Vec<u16> = rows
-            .iter()
-            .map(|r| r.partition)
-            .filter(|&p| !shmem::locked(s, |g| g.lineage.granted.contains(p)))
-            .collect();
-        if rows.iter().any(|r| r.restored) || !unknown.is_empty() {
+        // A row the lineage does not know came from a restore that skipped the trigger.
+        let unknown = shmem::locked(s, |g| {
+            rows.iter()
+                .any(|r| !g.lineage.granted.contains(r.partition))
+        });
+        if unknown || rows.iter().any(|r| r.restored) {
             errors::raise(Problem::LeasesRestored {
                 max_ttl_s: crate::pg::gucs::lease_max_ttl_s(),
             });
