@@ -428,7 +428,7 @@ impl Problem<'_> {
                 Code::ERRCODE_PROGRAM_LIMIT_EXCEEDED,
                 "no reserved sno partition is left to grant",
             )
-            .detail("Each session that calls sno_generate_at is granted one of the 4096 reserved partitions (61440-65535) for good, and every one is granted or used in this server's lineage; see the sno_reserved view."),
+            .detail("Each session that calls sno_generate_at is granted one of the 2048 reserved partitions below the lease region (61440-63487) for good, and every one is granted or used in this server's lineage; see the sno_reserved view."),
             Problem::ReservedLimit { role, limit } => Report::new(
                 Code::ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
                 format!("role {} has used its limit of {limit} reserved sno partitions", quoted(role.as_bytes())),

@@ -171,9 +171,10 @@ pub fn init() {
     );
     GucRegistry::define_int_guc(
         c"sno.reserved_limit",
-        c"How many reserved partitions a role may be granted on this server by sno_generate_at.",
-        c"Each session that calls sno_generate_at is granted one of the 4096 reserved partitions \
-          for good. Set per role by a superuser: ALTER ROLE name SET sno.reserved_limit = n.",
+        c"How many reserved partitions may be granted on this server for a role (sno_generate_at, lease pools).",
+        c"Each session that calls sno_generate_at is granted one of the 2048 reserved partitions \
+          for good, and a lease pool whose every slice is leased takes one on behalf of the role \
+          that asks. Set per role by a superuser: ALTER ROLE name SET sno.reserved_limit = n.",
         &RESERVED_LIMIT,
         0,
         4096,
