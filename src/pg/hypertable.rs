@@ -4,11 +4,16 @@
 //! ([`crate::pg::planner`]) adds, next to `id op X` on such a column, the comparison of times it
 //! implies, which TimescaleDB's chunk exclusion at executor startup can use.
 //!
-//! Asked only in a backend where TimescaleDB's versioned library is loaded (it is once a session
-//! used a database with the extension): elsewhere nothing is looked up. The answer comes from
-//! TimescaleDB's catalog, once per relation and backend, and is forgotten at every relcache
-//! invalidation (TimescaleDB signals changes to hypertables as one, on
-//! `_timescaledb_cache.cache_inval_hypertable`).
+//! Asked only in a backend where one of TimescaleDB's settings exists (its versioned library is
+//! loaded once a session used a database with the extension): elsewhere nothing is looked up.
+//! That setting is only a hint: a line in postgresql.conf, or a placeholder a role was let set
+//! on its database, makes it exist without TimescaleDB. The answer comes from TimescaleDB's
+//! catalog tables, and only when they are the extension `timescaledb`'s own in this database
+//! ([`timescaledb_catalog`]): a schema `_timescaledb_catalog` another role made (with views
+//! that run its code as whoever plans the query) is never read. Looked up once per relation
+//! and backend, and forgotten at every relcache invalidation (TimescaleDB signals changes to
+//! hypertables as one, on `_timescaledb_cache.cache_inval_hypertable`; creating or dropping
+//! the extension's tables sends one too).
 
 use core::cell::{Cell, RefCell};
 use pgrx::pg_sys::{self, Oid};
@@ -24,8 +29,9 @@ thread_local! {
     static REGISTERED: Cell<bool> = const { Cell::new(false) };
 }
 
-/// Whether TimescaleDB's versioned library is loaded in this backend (one of its settings
-/// exists; its preloaded loader defines none of them).
+/// Whether TimescaleDB's versioned library may be loaded in this backend (one of its settings
+/// exists; its preloaded loader defines none of them). A cheap hint, nothing more: the setting
+/// can exist without TimescaleDB (above), so what is read is checked by [`timescaledb_catalog`].
 pub fn timescaledb_loaded() -> bool {
     // SAFETY: GetConfigOption with missing_ok only reads the settings table.
     unsafe {
@@ -61,26 +67,61 @@ pub fn sno_time_dimension(relid: Oid, sno_schema: &str) -> Option<i16> {
     found
 }
 
-fn look_up(relid: Oid, sno_schema: &str) -> Option<i16> {
-    // SAFETY: a catalog lookup by name, missing_ok.
-    let catalog = unsafe { pg_sys::get_namespace_oid(c"_timescaledb_catalog".as_ptr(), true) };
-    if catalog == pg_sys::InvalidOid {
-        return None;
+/// The tables `_timescaledb_catalog.hypertable` and `.dimension` when they are the extension
+/// `timescaledb`'s own: the extension exists in this database, and the schema and both tables
+/// are its members (pg_depend, deptype 'e') and the tables plain tables. None otherwise, as
+/// where another role made a schema of that name: its views or functions would run its code
+/// as the role planning the query, a superuser's too. A schema name is unique in a database:
+/// while the extension's exists no other can be made, and one made before makes CREATE
+/// EXTENSION fail (its script creates the schema without IF NOT EXISTS). The objects its script
+/// made belong to a superuser (the bootstrap superuser when a role without that right created
+/// the trusted extension), so no other role can rename, replace or drop them, nor add a rule,
+/// policy or trigger, between this check and the query that reads them by name. Checked with
+/// each lookup, so as seldom ([`KNOWN`]): a few index scans of pg_extension and pg_depend,
+/// less than the query it guards, which a database without TimescaleDB no longer runs at all.
+fn timescaledb_catalog() -> Option<[Oid; 2]> {
+    // SAFETY: catalog lookups by name (missing_ok) and by OID; pg_depend index scans.
+    unsafe {
+        let ext = pg_sys::get_extension_oid(c"timescaledb".as_ptr(), true);
+        if ext == pg_sys::InvalidOid {
+            return None;
+        }
+        let member = |class: Oid, oid: Oid| {
+            oid != pg_sys::InvalidOid && pg_sys::getExtensionOfObject(class, oid) == ext
+        };
+        let nsp = pg_sys::get_namespace_oid(c"_timescaledb_catalog".as_ptr(), true);
+        if !member(pg_sys::NamespaceRelationId, nsp) {
+            return None;
+        }
+        let mut tables = [pg_sys::InvalidOid; 2];
+        for (k, name) in [c"hypertable", c"dimension"].into_iter().enumerate() {
+            let t = pg_sys::get_relname_relid(name.as_ptr(), nsp);
+            if !member(pg_sys::RelationRelationId, t)
+                || pg_sys::get_rel_relkind(t) != pg_sys::RELKIND_RELATION as core::ffi::c_char
+            {
+                return None;
+            }
+            tables[k] = t;
+        }
+        Some(tables)
     }
+}
+
+fn look_up(relid: Oid, sno_schema: &str) -> Option<i16> {
+    let tables = timescaledb_catalog()?;
     // A role that may not read TimescaleDB's catalog gets no added clause (and no error).
-    for table in [c"hypertable", c"dimension"] {
-        // SAFETY: syscache lookups; the ACL check of the current user.
+    for t in tables {
+        // SAFETY: the ACL check of the current user on a table that exists.
         let readable = unsafe {
-            let t = pg_sys::get_relname_relid(table.as_ptr(), catalog);
-            t != pg_sys::InvalidOid
-                && pg_sys::pg_class_aclcheck(t, pg_sys::GetUserId(), pg_sys::ACL_SELECT as _)
-                    == pg_sys::AclResult::ACLCHECK_OK
+            pg_sys::pg_class_aclcheck(t, pg_sys::GetUserId(), pg_sys::ACL_SELECT as _)
+                == pg_sys::AclResult::ACLCHECK_OK
         };
         if !readable {
             return None;
         }
     }
-    // Every name and operator qualified: the session's search_path changes nothing here.
+    // The tables checked above, by name (a schema-qualified name finds no other); every name
+    // and operator qualified: the session's search_path changes nothing here.
     Spi::connect(|c| {
         c.select(
             "SELECT a.attnum FROM pg_catalog.pg_class c
