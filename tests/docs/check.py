@@ -13,7 +13,15 @@ Checked:
 - the manual's index (doc/README.md) and README.md link every page of doc/, and the README's
   table of the manual is the index's; the README's ## Contents list is its ## headings;
 - README.md is the front door: at most 400 lines;
-- no fenced block is left open, and every ```mermaid block starts with a diagram type.
+- no fenced block is left open, and every ```mermaid block starts with a diagram type;
+- the release's file names (release_problems): every package file name with a version
+  (postgresql-NN-sno_VERSION-1_amd64.deb, sno-VERSION-pgNN-x86_64-linux.tar.gz and its folder)
+  carries Cargo.toml's version, as .ci/lib.sh's package_deb and package_tarball name them, and
+  so does "the install script `sno--VERSION.sql`" a package holds; every list of update scripts
+  (two or more `sno--A--B.sql` in one paragraph or table row) is exactly sql/sno--*--*.sql, which
+  a package holds all of (.ci/package); a range "`sno--A.sql` to `sno--B.sql`" runs from the
+  first to the last install script in sql/. So a new version or update script cannot leave the
+  install instructions naming files no package has. Release notes are history: not checked.
 """
 import os
 import re
@@ -72,6 +80,65 @@ def contents(heads):
         if level in (2, 3):
             out.append(f"{'  ' * (level - 2)}- [{title}](#{anchor})")
     return "\n".join(out)
+
+
+V = r"\d+\.\d+\.\d+"
+
+
+def vkey(v):
+    return tuple(int(x) for x in v.split("."))
+
+
+def units(text):
+    """The paragraphs of a page (blank lines between), each table row on its own."""
+    out = []
+    for para in re.split(r"\n[ \t]*\n", text):
+        lines = para.split("\n")
+        if all(l.startswith("|") for l in lines if l.strip()):
+            out += lines
+        else:
+            out.append(para)
+    return out
+
+
+def release_problems(files):
+    """What the pages say of the release's files against Cargo.toml and sql/ (see the top)."""
+    problems = []
+    cargo = open(os.path.join(ROOT, "Cargo.toml"), encoding="utf-8").read()
+    version = re.search(r'^version = "([^"]+)"$', cargo, re.M).group(1)
+    sql = os.listdir(os.path.join(ROOT, "sql"))
+    updates = sorted((f for f in sql if re.fullmatch(rf"sno--{V}--{V}\.sql", f)),
+                     key=lambda f: [vkey(v) for v in re.findall(V, f)])
+    installs = sorted((m.group(1) for m in map(lambda f: re.fullmatch(rf"sno--({V})\.sql", f), sql) if m), key=vkey)
+    if not updates or not installs:
+        return ["sql/: no sno--A--B.sql or sno--VERSION.sql (the release checks need them)"]
+    for path in files:
+        rel = os.path.relpath(path, ROOT)
+        if rel == "doc/release-notes.md":
+            continue
+        text = open(path, encoding="utf-8").read()
+        for i, line in enumerate(text.split("\n"), 1):
+            names = re.finditer(rf"postgresql-(?:\d+|NN)-sno_({V})-1_[a-z0-9]+\.deb", line)
+            names = list(names) + list(re.finditer(rf"\bsno-({V})-pg(?:\d+|NN)-x86_64-linux", line))
+            names += list(re.finditer(rf"install script `sno--({V})\.sql`", line))
+            for m in names:
+                if m.group(1) != version:
+                    problems.append(f"{rel}:{i}: {m.group(0)} names version {m.group(1)}, Cargo.toml's is {version}")
+        for unit in units(text):
+            listed = sorted(set(re.findall(rf"sno--{V}--{V}\.sql", unit)),
+                            key=lambda f: [vkey(v) for v in re.findall(V, f)])
+            if len(listed) >= 2 and listed != updates:
+                where = text[: text.index(unit)].count("\n") + 1
+                missing = [f for f in updates if f not in listed]
+                extra = [f for f in listed if f not in updates]
+                problems.append(f"{rel}:{where}: a list of update scripts that is not sql/sno--*--*.sql"
+                                f" (missing: {', '.join(missing) or 'none'}; not in sql/: {', '.join(extra) or 'none'})")
+            for a, b in re.findall(rf"`sno--({V})\.sql` to `sno--({V})\.sql`", unit):
+                if (a, b) != (installs[0], installs[-1]):
+                    where = text[: text.index(unit)].count("\n") + 1
+                    problems.append(f"{rel}:{where}: install scripts sno--{a}.sql to sno--{b}.sql, but sql/ has"
+                                    f" sno--{installs[0]}.sql to sno--{installs[-1]}.sql")
+    return problems
 
 
 def main():
@@ -135,6 +202,7 @@ def main():
     index = open(os.path.join(doc, "README.md"), encoding="utf-8").read()
     if manual_rows(readme, "doc/") != manual_rows(index, ""):
         problems.append("README.md's table of the manual differs from doc/README.md's (make them the same)")
+    problems += release_problems(files)
     n = readme.count("\n")
     if n > README_MAX_LINES:
         problems.append(f"README.md: {n} lines, more than {README_MAX_LINES} (move the detail to doc/)")
