@@ -2,8 +2,10 @@
 
 A client program, not a SQL function: ``CREATE INDEX CONCURRENTLY`` cannot run inside a function,
 a procedure or a transaction; every DDL statement needs ``lock_timeout`` and retries; the batches
-must commit as they go; and an interrupted run must resume. Needs psycopg 3
-(``pip install 'sno-pg[convert]'``) and the sno extension 0.6.0 or later (``sno_generate_at``).
+must commit as they go; and an interrupted run must resume. Needs psycopg 3 (sno-pg is not on
+PyPI: ``pip install './python[convert]'`` in a clone of the sno repository, or
+``pip install 'sno-pg[convert] @ git+<the sno repository>#subdirectory=python'``) and the sno
+extension 0.6.0 or later (``sno_generate_at``).
 
 The table keeps its rows, its old key column and its foreign keys; it gains a sno column (``sno_id``
 by default) that becomes its primary key, and each table whose foreign key references the old key
@@ -1243,7 +1245,8 @@ def main(argv=None, out=None):
     opts.argv = argv
     out = out or sys.stdout
     if psycopg is None:
-        print("sno_pg.convert needs psycopg 3: pip install 'sno-pg[convert]' (or psycopg[binary])", file=sys.stderr)
+        print("sno_pg.convert needs psycopg 3: pip install 'psycopg[binary]' (or install sno-pg with its"
+              " convert extra: pip install './python[convert]' in a clone of the sno repository)", file=sys.stderr)
         return EXIT_ERROR
     if opts.batch_size < 1:
         print("--batch-size must be at least 1", file=sys.stderr)

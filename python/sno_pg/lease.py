@@ -25,8 +25,9 @@ The role needs ``EXECUTE`` on the three lease functions (they are not PUBLIC's):
 Each call to the server (acquire, renew, release) opens a connection of its own in autocommit
 and closes it: a renewal is one short connection every ``ttl / 3``. Give a conninfo string (or
 URI), or a callable returning a new psycopg 3 connection (it is closed after the call). Needs
-psycopg 3 (``pip install 'sno-pg[lease]'``); this module imports it only when a generator is
-made with a conninfo.
+psycopg 3 (sno-pg is not on PyPI: ``pip install './python[lease]'`` in a clone of the sno
+repository, or ``pip install 'sno-pg[lease] @ git+<the sno repository>#subdirectory=python'``);
+this module imports it only when a generator is made with a conninfo.
 
 What the generator does, in the order of the server's rules:
 
