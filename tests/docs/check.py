@@ -21,7 +21,11 @@ Checked:
   (two or more `sno--A--B.sql` in one paragraph or table row) is exactly sql/sno--*--*.sql, which
   a package holds all of (.ci/package); a range "`sno--A.sql` to `sno--B.sql`" runs from the
   first to the last install script in sql/. So a new version or update script cannot leave the
-  install instructions naming files no package has. Release notes are history: not checked.
+  install instructions naming files no package has. Release notes are history: not checked;
+- the Python package sno-pg is not on PyPI (pip_problems): every `pip install` of it in those
+  pages, python/README.md and python/sno_pg/*.py installs it from a path or a URL
+  (`./python[convert]`, `"sno-pg[lease] @ git+..."`), never by name, and names only extras
+  python/pyproject.toml has.
 """
 import os
 import re
@@ -141,6 +145,29 @@ def release_problems(files):
     return problems
 
 
+def pip_problems(files):
+    """`pip install` of sno-pg by name (it is not on PyPI), or with an extra it lacks."""
+    problems = []
+    pyproject = open(os.path.join(ROOT, "python", "pyproject.toml"), encoding="utf-8").read()
+    section = re.search(r"^\[project\.optional-dependencies\]\n(.*?)(?=^\[|\Z)", pyproject, re.M | re.S)
+    extras = set(re.findall(r"^([a-z0-9_-]+)\s*=", section.group(1), re.M)) if section else set()
+    pkg = os.path.join(ROOT, "python", "sno_pg")
+    files = [f for f in files if not f.endswith("release-notes.md")] + [os.path.join(ROOT, "python", "README.md")]
+    files += sorted(os.path.join(pkg, f) for f in os.listdir(pkg) if f.endswith(".py"))
+    for path in files:
+        rel = os.path.relpath(path, ROOT)
+        for i, line in enumerate(open(path, encoding="utf-8").read().split("\n"), 1):
+            for m in re.finditer(r"""pip install\s+["']?(sno-pg|\./python)(?:\[([^\]]*)\])?(\s*@)?""", line):
+                if m.group(1) == "sno-pg" and not m.group(3):
+                    problems.append(f"{rel}:{i}: {m.group(0)}...: sno-pg is not on PyPI (install ./python, or "
+                                    f"\"sno-pg[...] @ git+<repository>#subdirectory=python\")")
+                for extra in (m.group(2) or "").split(","):
+                    if extra.strip() and extra.strip() not in extras:
+                        problems.append(f"{rel}:{i}: the extra {extra.strip()!r}: python/pyproject.toml has "
+                                        f"{', '.join(sorted(extras))}")
+    return problems
+
+
 def main():
     fix = "--fix" in sys.argv[1:]
     problems = []
@@ -203,6 +230,7 @@ def main():
     if manual_rows(readme, "doc/") != manual_rows(index, ""):
         problems.append("README.md's table of the manual differs from doc/README.md's (make them the same)")
     problems += release_problems(files)
+    problems += pip_problems(files)
     n = readme.count("\n")
     if n > README_MAX_LINES:
         problems.append(f"README.md: {n} lines, more than {README_MAX_LINES} (move the detail to doc/)")
