@@ -28,6 +28,11 @@ pub const MIN_SEQUENCES: u32 = 8;
 /// The most: a whole partition.
 pub const MAX_SEQUENCES: u32 = 1 << 16;
 
+/// The longest holder name, in bytes: a holder names a process (a host, a service, a process
+/// ID), as `application_name` does, with room for a UUID or two. The registry keeps it in every
+/// lease's row, so a role cannot make the registry's rows large.
+pub const MAX_HOLDER_BYTES: usize = 256;
+
 /// How far back a new window reaches before the registry's clock (250 units, 1 s), so that a
 /// holder whose clock is a little behind the registry's can stamp at once. Only over units the
 /// slice's earlier leases had ended by.
@@ -110,6 +115,65 @@ pub enum BadRequest {
     TtlTooLong,
     /// The slice size is not a power of two in [`MIN_SEQUENCES`]..=[`MAX_SEQUENCES`].
     Sequences,
+    /// The holder is empty or longer than [`MAX_HOLDER_BYTES`].
+    Holder,
+}
+
+/// Checks a holder name: 1 to [`MAX_HOLDER_BYTES`] bytes.
+pub fn check_holder(holder: &str) -> Result<(), BadRequest> {
+    if holder.is_empty() || holder.len() > MAX_HOLDER_BYTES {
+        return Err(BadRequest::Holder);
+    }
+    Ok(())
+}
+
+/// One of a role's rows in the registry: a lease and the end of its window.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Kept {
+    pub lease: i64,
+    pub expires: i64,
+}
+
+/// A role asked for a new lease while `limit` of its leases have windows that have not ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AtLimit;
+
+/// Room for one more lease of a role whose rows are `rows` (every lease of its still recorded,
+/// ended or not) under its limit `limit`, at `now`: the ended leases to forget first (their
+/// ends become their partition's floor), oldest end first, so that the role has at most
+/// `limit` rows once the new lease is recorded; or [`AtLimit`] when `limit` of its leases have
+/// not ended (released ones count until their end: their holder may stamp until it, and a role
+/// that releases and acquires again would otherwise hold any number of slices).
+///
+/// So a role's rows never outnumber its limit, whatever it asks for and however often.
+pub fn make_room(rows: &[Kept], limit: u32, now: i64) -> Result<Vec<i64>, AtLimit> {
+    let live = rows.iter().filter(|r| r.expires > now).count();
+    if live >= limit as usize {
+        return Err(AtLimit);
+    }
+    let excess = (rows.len() + 1).saturating_sub(limit as usize);
+    let mut ended: Vec<Kept> = rows.iter().copied().filter(|r| r.expires <= now).collect();
+    ended.sort_by_key(|r| (r.expires, r.lease));
+    Ok(ended.into_iter().take(excess).map(|r| r.lease).collect())
+}
+
+/// A pool partition's record as the registry's table holds it (`stamp`: bumped by every grant
+/// and renewal on it) and as its ledger, which no dump carries, holds it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Ledger {
+    /// The stamp of the registry's last grant or renewal on the partition.
+    pub stamp: i64,
+    /// The latest end of a window the registry ever granted or renewed on it.
+    pub leased_until: i64,
+}
+
+/// What a pool partition's floor must be before its slices are leased again: `None` when the
+/// table is the registry's own record (its stamp is the ledger's), else the latest end the
+/// ledger knows (a data-only restore brought back older rows: the leases granted or renewed
+/// after the dump are missing from the table, and every slice stays busy until the latest of
+/// their possible ends).
+pub fn relearned_floor(table_stamp: i64, floor: i64, ledger: Ledger) -> Option<i64> {
+    (table_stamp != ledger.stamp).then_some(floor.max(ledger.leased_until))
 }
 
 /// The TTL in whole 4 ms units (rounded up), if it is at least 1 s and at most `max_micros`.
@@ -301,6 +365,88 @@ mod tests {
             handed_on: handed_on(&a, &b),
         };
         assert_eq!(renew(&a, s, 9_500, 5_000), Err(RenewRefusal::HandedOn));
+    }
+
+    #[test]
+    fn holders_are_bounded() {
+        assert_eq!(check_holder("billing-api@host-3/4711"), Ok(()));
+        assert_eq!(check_holder(""), Err(BadRequest::Holder));
+        assert_eq!(check_holder(&"h".repeat(MAX_HOLDER_BYTES)), Ok(()));
+        assert_eq!(
+            check_holder(&"h".repeat(MAX_HOLDER_BYTES + 1)),
+            Err(BadRequest::Holder)
+        );
+        // Bytes, not characters: 86 three-byte characters are 258 bytes.
+        assert_eq!(
+            check_holder(&"\u{20ac}".repeat(86)),
+            Err(BadRequest::Holder)
+        );
+    }
+
+    #[test]
+    fn room_is_made_from_the_oldest_ended_rows() {
+        let k = |lease, expires| Kept { lease, expires };
+        // Two live, three ended, limit 4: one more lease leaves 4 rows after forgetting two.
+        let rows = [k(1, 50), k(2, 40), k(3, 200), k(4, 60), k(5, 300)];
+        assert_eq!(make_room(&rows, 4, 100), Ok(vec![2, 1]));
+        // Limit 3 with two live: all three ended go.
+        assert_eq!(make_room(&rows, 3, 100), Ok(vec![2, 1, 4]));
+        // Limit 2 with two live: refused, nothing forgotten.
+        assert_eq!(make_room(&rows, 2, 100), Err(AtLimit));
+        // Room enough: nothing forgotten.
+        assert_eq!(make_room(&rows, 10, 100), Ok(vec![]));
+        assert_eq!(make_room(&[], 0, 100), Err(AtLimit));
+    }
+
+    proptest! {
+        /// Whatever a role does, its rows never outnumber its limit, and no live lease is
+        /// forgotten.
+        #[test]
+        fn a_roles_rows_stay_within_its_limit(
+            limit in 0u32..8,
+            steps in proptest::collection::vec((0i64..50, 1i64..100, any::<bool>()), 1..200),
+        ) {
+            let mut rows: Vec<Kept> = Vec::new();
+            let (mut now, mut next) = (1_000i64, 1i64);
+            for (step, ttl, release) in steps {
+                now += step;
+                if release && !rows.is_empty() {
+                    // A release changes no row's end: it still counts until then.
+                    continue;
+                }
+                match make_room(&rows, limit, now) {
+                    Ok(forget) => {
+                        for f in &forget {
+                            let r = rows.iter().find(|r| r.lease == *f).copied().unwrap();
+                            prop_assert!(r.expires <= now, "forgot live lease {r:?} at {now}");
+                        }
+                        rows.retain(|r| !forget.contains(&r.lease));
+                        rows.push(Kept { lease: next, expires: now + ttl });
+                        next += 1;
+                    }
+                    Err(AtLimit) => {
+                        prop_assert!(rows.iter().filter(|r| r.expires > now).count() >= limit as usize);
+                    }
+                }
+                prop_assert!(rows.len() <= limit as usize);
+            }
+        }
+    }
+
+    #[test]
+    fn a_restored_table_is_relearned_from_the_ledger() {
+        let l = Ledger {
+            stamp: 7,
+            leased_until: 5_000,
+        };
+        assert_eq!(relearned_floor(7, 100, l), None);
+        // Older rows (a dump's): busy until the latest end the ledger knows.
+        assert_eq!(relearned_floor(5, 100, l), Some(5_000));
+        // Never lowered.
+        assert_eq!(relearned_floor(5, 9_000, l), Some(9_000));
+        // Newer rows than the ledger's (a restore of a later dump over an older ledger cannot
+        // happen, but an edit can): relearned all the same.
+        assert_eq!(relearned_floor(8, 100, l), Some(5_000));
     }
 
     #[test]
