@@ -1,4 +1,4 @@
--- Partition leases (0.8.0): sno_lease_acquire, sno_lease_renew, sno_lease_release and the views,
+-- Partition leases (0.8.0; a registry no caller's transaction undoes since 0.8.1): sno_lease_acquire, sno_lease_renew, sno_lease_release and the views,
 -- as a leasing role and as one without the right; every refusal's SQLSTATE and message. Values
 -- that depend on the server (partitions, times, tokens) are shown as relations between them.
 CREATE EXTENSION IF NOT EXISTS sno;
@@ -55,9 +55,7 @@ FROM got g, LATERAL sno_lease_renew(lease => g.lease, token => g.token, ttl => '
 SELECT lease, holder, grantee, sequence_min, sequence_max, ttl, renewed_at IS NOT NULL AS renewed, state
 FROM sno_leases ORDER BY lease;
 -- Release (twice is fine), then no renewal. Errors are shown with their DETAIL and HINT
--- (their SQLSTATEs are checked by tests/client/leases.sh): each call is a statement of its own,
--- as a lease function requires (not inside a transaction block, a savepoint or a PL/pgSQL
--- block with EXCEPTION, which is a subtransaction).
+-- (their SQLSTATEs are checked by tests/client/leases.sh).
 SELECT count(*) AS released FROM (SELECT sno_lease_release(lease => lease, token => token) FROM got) r;
 SELECT count(*) AS released_again FROM (SELECT sno_lease_release(lease => lease, token => token) FROM got) r;
 -- (terse: its DETAIL names the lease's end, a time)
@@ -83,14 +81,21 @@ SELECT lease FROM sno_lease_acquire(holder => 'x', ttl => '1 min', sequences => 
 SELECT lease FROM sno_lease_acquire(holder => 'x', ttl => '1 min', sequences => 131072);
 SELECT lease FROM sno_lease_acquire(holder => 'x', ttl => '1 min', sequences => -8);
 SELECT lease FROM sno_lease_acquire(holder => NULL, ttl => '1 min');
+SELECT lease FROM sno_lease_acquire(holder => '', ttl => '1 min');
+SELECT lease FROM sno_lease_acquire(holder => repeat('h', 257), ttl => '1 min');
+SELECT length(holder) FROM sno_lease_acquire(holder => repeat('h', 256), ttl => '1 min');
 SET sno.lease_limit = 1000;
 SELECT sno_lease_take_over();
+-- A lease is the registry's once granted: a rollback of the caller's transaction, or of its
+-- subtransaction, takes nothing back (the registry committed it in a transaction of its own).
 BEGIN;
-SELECT lease FROM sno_lease_acquire(holder => 'x', ttl => '1 min');
+CREATE TEMP TABLE rolled_back AS SELECT lease FROM sno_lease_acquire(holder => 'rolled back', ttl => '1 min');
+SELECT lease FROM rolled_back;
 ROLLBACK;
-SELECT pg_temp.res($$SELECT lease FROM sno_lease_acquire(holder => 'x', ttl => '1 min')$$) AS in_an_exception_block;
+SELECT pg_temp.res($$SELECT lease FROM sno_lease_acquire(holder => 'in an exception block', ttl => '1 min')$$) AS in_an_exception_block;
 RESET ROLE;
-SELECT share BETWEEN 0 AND 14 AS share, share_left BETWEEN 0 AND 274, reserved_left BETWEEN 0 AND 4096,
+SELECT lease, holder, state FROM sno_leases WHERE holder IN ('rolled back', 'in an exception block') ORDER BY lease;
+SELECT share BETWEEN 0 AND 14 AS share, share_left BETWEEN 0 AND 137, reserved_left BETWEEN 0 AND 4096,
        pool_partitions >= 2, active_leases FROM sno_lease_space;
 SELECT count(*) AS conflicting FROM sno_internal.leases a JOIN sno_internal.leases b
     ON a.lease < b.lease AND a.partition = b.partition

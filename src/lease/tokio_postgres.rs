@@ -58,7 +58,7 @@ pub enum Error {
     /// may not lease, or a wrong token), 22023 (a TTL or a slice size out of range), 55000
     /// (the lease cannot be renewed: acquire another), 53400 (the role's limit of active
     /// leases, `sno.lease_limit`), 54000 (the reserved space used up), 25006 (a standby:
-    /// connect to the primary), 25001 (inside a transaction block).
+    /// connect to the primary), 22001 (a holder over 256 bytes).
     Db(::tokio_postgres::Error),
     /// The server returned a lease the generator cannot take.
     Lease(LeaseError),

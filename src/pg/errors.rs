@@ -132,8 +132,6 @@ pub enum Problem<'a> {
     // --- Partition leases ----------------------------------------------------------------
     /// A lease function on a standby.
     LeaseInRecovery,
-    /// A lease function inside `BEGIN ... COMMIT`.
-    LeaseInTransactionBlock,
     /// A NULL argument (its name).
     LeaseNull(&'a str),
     /// A TTL under 1 s or over `sno.lease_max_ttl`.
@@ -144,8 +142,13 @@ pub enum Problem<'a> {
         asked_s: i32,
         role: &'a str,
     },
-    /// A lease function in a REPEATABLE READ or SERIALIZABLE transaction.
-    LeaseIsolation,
+    /// A holder that is empty or longer than `max` bytes.
+    LeaseBadHolder { holder: &'a str, max: usize },
+    /// The lease registry's worker could not be started.
+    LeaseRegistryNotStarted {
+        why: &'a str,
+        max_worker_processes: i32,
+    },
     /// The role caused as many reserved partitions to be granted as `sno.reserved_limit` allows
     /// (`session_role`: the login role, where `ALTER ROLE ... SET` takes effect).
     LeasePoolLimit {
@@ -483,12 +486,6 @@ impl Problem<'_> {
             )
             .detail("This server is in recovery (a standby): the registry's primary records leases.")
             .hint("Connect to the primary server and call it there."),
-            Problem::LeaseInTransactionBlock => Report::new(
-                Code::ERRCODE_ACTIVE_SQL_TRANSACTION,
-                "sno partition leases cannot be acquired, renewed or released inside a transaction block",
-            )
-            .detail("A lease is handed out when its statement commits; inside BEGIN ... COMMIT, a savepoint or a PL/pgSQL block with EXCEPTION, a later rollback would take back a lease its holder already uses.")
-            .hint("Call it as a statement of its own, outside BEGIN ... COMMIT (in autocommit mode)."),
             Problem::LeaseNull(arg) => Report::new(
                 Code::ERRCODE_NULL_VALUE_NOT_ALLOWED,
                 format!("{arg} must not be NULL"),
@@ -512,17 +509,30 @@ impl Problem<'_> {
                     r.hint("Ask for ttl => '1 s' or more; '1 min' suits most services.")
                 }
             }
-            Problem::LeaseIsolation => Report::new(
-                Code::ERRCODE_ACTIVE_SQL_TRANSACTION,
-                "sno partition leases are acquired, renewed and released only at READ COMMITTED",
+            Problem::LeaseBadHolder { holder, max } => {
+                if holder.is_empty() {
+                    Report::new(Code::ERRCODE_INVALID_PARAMETER_VALUE, "a sno lease holder must not be empty")
+                        .hint("Name the process that holds the lease, e.g. holder => 'billing-api@host-3/4711'.")
+                } else {
+                    Report::new(
+                        Code::ERRCODE_STRING_DATA_RIGHT_TRUNCATION,
+                        format!("sno lease holder {} is too long", quoted_cut(holder.as_bytes())),
+                    )
+                    .detail(format!("A holder names the process that holds the lease in at most {max} bytes; the registry keeps it with the lease."))
+                    .hint(format!("Give a shorter holder, e.g. the host and process ID, at most {max} bytes."))
+                }
+            }
+            Problem::LeaseRegistryNotStarted { why, max_worker_processes } => Report::new(
+                Code::ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
+                format!("could not start the sno lease registry's worker: {why}"),
             )
-            .detail("The registry decides after locking its table, on what other sessions committed meanwhile; a REPEATABLE READ or SERIALIZABLE snapshot is older than that lock.")
-            .hint("Run SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL READ COMMITTED; in this session (or connect with options '-c default_transaction_isolation=read\\ committed'), then call it again."),
+            .detail("Leases are granted, renewed and released by a background worker of this database (one per database while calls come, gone after a second without), in a transaction of its own, so that no caller's rollback or open transaction can undo or hold them.")
+            .hint(format!("Raise max_worker_processes by one for each database whose leases are in use at once, then restart the server: ALTER SYSTEM SET max_worker_processes = {};", max_worker_processes.saturating_add(1))),
             Problem::LeasePoolLimit { role, session_role, limit } => Report::new(
                 Code::ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
                 format!("role {} has caused its limit of {limit} reserved sno partitions to be granted", quoted(role.as_bytes())),
             )
-            .detail("Every slice of this database's lease pool is leased, and a new pool partition would be granted on behalf of this role. Reserved partitions granted for a role's leases and its sno_generate_at sessions count against sno.reserved_limit, whether or not the statement committed.")
+            .detail("Every slice of the role's lease partitions is leased, and a new pool partition would be granted to this role. A role's leases come only from the partitions granted to it; these and its sno_generate_at sessions' partitions count against its sno.reserved_limit, for good.")
             .hint(format!("Wait for leases to end, or ask for smaller slices (sequences => 64), or have a superuser raise the limit of the role this session logs in as: ALTER ROLE {} SET sno.reserved_limit = {}; (its new sessions get it).", quote_ident(session_role), (*limit).max(0).saturating_mul(2).clamp(1, 4096))),
             Problem::LeaseBadSequences(n) => Report::new(
                 Code::ERRCODE_INVALID_PARAMETER_VALUE,
@@ -556,7 +566,7 @@ impl Problem<'_> {
                 Code::ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
                 format!("role {} holds its limit of {limit} sno partition leases", quoted(role.as_bytes())),
             )
-            .detail("A lease counts until its window ends, released or not (its slice stays taken until then); sno_leases shows them. The limit is per role and per database.")
+            .detail("A lease counts until its window ends, released or not (its slice stays taken until then); sno_leases shows them. The limit is per role and per database, and bounds the role's rows in the registry too: ended leases are forgotten to make room.")
             .hint(format!("Wait for the role's leases to end, or have a superuser raise the limit of the role this session logs in as: ALTER ROLE {} SET sno.lease_limit = {}; (its new sessions get it).", quote_ident(session_role), (*limit).max(0).saturating_mul(2).clamp(1, 65536))),
             Problem::LeaseToken(lease) => Report::new(
                 Code::ERRCODE_INSUFFICIENT_PRIVILEGE,

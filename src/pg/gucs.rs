@@ -42,8 +42,9 @@ pub fn lease_max_ttl_s() -> i32 {
     LEASE_MAX_TTL_S.get()
 }
 
-/// `sno.lease_limit`: how many active (not released, not ended) partition leases a role may hold
-/// in one database. Superuser-settable (per role: `ALTER ROLE ... SET`).
+/// `sno.lease_limit`: how many partition leases whose window has not ended (released or not) a
+/// role may hold in one database, and so how many rows it has in the registry. Superuser-settable
+/// (per role: `ALTER ROLE ... SET`).
 static LEASE_LIMIT: GucSetting<i32> = GucSetting::<i32>::new(64);
 
 /// `sno.lease_limit`.
@@ -173,8 +174,8 @@ pub fn init() {
         c"sno.reserved_limit",
         c"How many reserved partitions may be granted on this server for a role (sno_generate_at, lease pools).",
         c"Each session that calls sno_generate_at is granted one of the 2048 reserved partitions \
-          for good, and a lease pool whose every slice is leased takes one on behalf of the role \
-          that asks. Set per role by a superuser: ALTER ROLE name SET sno.reserved_limit = n.",
+          for good, and a role's lease pool takes one when every slice of its partitions is \
+          leased. Set per role by a superuser: ALTER ROLE name SET sno.reserved_limit = n.",
         &RESERVED_LIMIT,
         0,
         4096,
@@ -195,9 +196,10 @@ pub fn init() {
     );
     GucRegistry::define_int_guc(
         c"sno.lease_limit",
-        c"How many active sno partition leases a role may hold in one database.",
-        c"Active: neither released nor ended. Set per role by a superuser: ALTER ROLE name SET \
-          sno.lease_limit = n.",
+        c"How many sno partition leases whose window has not ended a role may hold in one database.",
+        c"Released leases count until their end. It also bounds the role's rows in the registry: \
+          ended leases are forgotten to make room. Set per role by a superuser: ALTER ROLE name \
+          SET sno.lease_limit = n.",
         &LEASE_LIMIT,
         0,
         65_536,

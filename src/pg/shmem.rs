@@ -13,6 +13,7 @@ use crate::generator::lineage::{Partitions, State, NO_GROUP};
 use crate::generator::state_file;
 use crate::generator::timeline::{Cursor, Slice, Timeline};
 use crate::pg::errors::{self, Problem};
+use crate::pg::generator::lease_worker::{self, Queue as LeaseQueue};
 use core::cell::UnsafeCell;
 use core::sync::atomic::{
     AtomicBool, AtomicI32, AtomicI64, AtomicPtr, AtomicU32, AtomicU64, Ordering,
@@ -21,6 +22,8 @@ use pgrx::pg_sys;
 use pgrx::prelude::*;
 
 const NAME: &core::ffi::CStr = c"sno";
+/// The lease registry's queue's segment.
+const QUEUE_NAME: &core::ffi::CStr = c"sno lease registry";
 
 /// The cursor, alone on its cache line: every ID increments it, and nothing else should pay
 /// for that traffic.
@@ -184,6 +187,13 @@ impl Slot {
 }
 
 static SHARED: AtomicPtr<Shared> = AtomicPtr::new(core::ptr::null_mut());
+/// The lease registry's queue ([`crate::pg::generator::lease_worker`]), a segment of its own.
+static LEASE_QUEUE: AtomicPtr<LeaseQueue> = AtomicPtr::new(core::ptr::null_mut());
+
+/// The lease registry's queue, null when the library was not preloaded.
+pub fn lease_queue() -> *mut LeaseQueue {
+    LEASE_QUEUE.load(Ordering::Relaxed)
+}
 static PRELOADED: AtomicBool = AtomicBool::new(false);
 
 // SAFETY: the pointers inside Shared point into shared memory mapped at the same address in
@@ -356,7 +366,9 @@ static mut PREV_STARTUP: pg_sys::shmem_startup_hook_type = None;
 
 unsafe fn request() {
     pg_sys::RequestAddinShmemSpace(segment_size());
-    pg_sys::RequestNamedLWLockTranche(NAME.as_ptr(), 2);
+    pg_sys::RequestAddinShmemSpace(lease_worker::size());
+    // The shard table's lock, the writer lock, the lease registry's queue's lock.
+    pg_sys::RequestNamedLWLockTranche(NAME.as_ptr(), 3);
 }
 
 #[pg_guard]
@@ -642,6 +654,7 @@ unsafe extern "C-unwind" fn on_startup() {
     }
     // At a crash-restart the old segment is gone: nothing may use it until the new one is set.
     SHARED.store(core::ptr::null_mut(), Ordering::Relaxed);
+    LEASE_QUEUE.store(core::ptr::null_mut(), Ordering::Relaxed);
     let init_lock = addin_shmem_init_lock();
     pg_sys::LWLockAcquire(init_lock, pg_sys::LWLockMode::LW_EXCLUSIVE);
     let mut found = false;
@@ -696,5 +709,12 @@ unsafe extern "C-unwind" fn on_startup() {
         restore_state(&mut *p);
     }
     SHARED.store(p, Ordering::Relaxed);
+    let q = pg_sys::ShmemInitStruct(QUEUE_NAME.as_ptr(), lease_worker::size(), &mut found)
+        .cast::<LeaseQueue>();
+    if !found {
+        let locks = pg_sys::GetNamedLWLockTranche(NAME.as_ptr());
+        lease_worker::init(q, &raw mut (*locks.add(2)).lock);
+    }
+    LEASE_QUEUE.store(q, Ordering::Relaxed);
     pg_sys::LWLockRelease(init_lock);
 }

@@ -5,9 +5,23 @@
 #  1. Privilege and misuse: a role without EXECUTE is refused (42501); each bad argument gets
 #     its SQLSTATE and a message naming the value; every HINT is followed as printed and the
 #     call then works (a TTL over sno.lease_max_ttl: the ALTER ROLE it prints; a slice size:
-#     the size it proposes; a transaction block: the same call on its own; the role's limit:
-#     the ALTER ROLE it prints; a renewal of a released lease: a new acquire). The role cannot
-#     raise its own limit or maximum TTL. A wrong token renews and releases nothing.
+#     the size it proposes; a holder over 256 bytes: a shorter one; the role's limit: the ALTER
+#     ROLE it prints; a renewal of a released lease: a new acquire). The role cannot raise its
+#     own limit or maximum TTL. A wrong token renews and releases nothing.
+#  1b. Nothing a caller does after its call takes a lease back (0.8.1: the registry commits in
+#     its own worker's transaction): a procedure acquiring in a PL/pgSQL FOR loop, then ROLLBACK,
+#     returning the lease as INOUT; one renewing with OPEN/FETCH, then ROLLBACK; a DO block that
+#     shows its lease in a NOTICE and fails; BEGIN ... ROLLBACK. After each, a second holder's
+#     acquires: the registry holds exactly what the caller was shown, and nothing overlaps it.
+#  1c. No caller holds the registry: while one role's statement acquires and then runs for 600 s,
+#     and one role's transaction stays open after a call, another role's acquire, renew and
+#     release answer (statement_timeout 10 s; the whole in at most 30 s).
+#  1d. Fair and bounded: a role limited to 4 leases, acquiring and releasing for 6 s, never has
+#     more than 4 rows in the registry; a role holding whole partitions up to its
+#     sno.reserved_limit makes no other role's acquire fail, and the other's limit is its own
+#     (its refusal's HINT followed).
+#  1e. No background worker slot for the registry (max_worker_processes = 2): 53400, and its
+#     HINT (ALTER SYSTEM SET max_worker_processes = 3; then a restart) followed: granted.
 #  2. Hostile objects: another role's function pg_temp/public sha256, an operator = on
 #     (bigint, bigint) and a type sno_lease in a schema first in the caller's search_path
 #     change nothing: the calls work and return sno's type.
@@ -23,6 +37,10 @@
 #  6. pg_dump of the registry's database restored into another database of the same server:
 #     it grants at once, on new partitions; into a fresh cluster: refused (55000) until the
 #     HINT's sno_lease_take_over(), then granted on partitions the dump does not name.
+#  6b. A data-only restore (--disable-triggers) of the registry's own database, its tables
+#     emptied first, with a lease granted after the dump: 70 leases after the restore, none
+#     overlapping it (the ledger's floor, said in the server log); the lost lease's renewal and a
+#     restored lease's renewal refused, and their HINTs followed.
 #
 # Usage: SNO_PG_MAJOR=15 leases.sh SOCKET_DIR PORT BINDIR (own clusters on ports PORT+700 ..
 # PORT+720). Any other SNO_PG_MAJOR: skipped (leases are tested on PostgreSQL 15 only).
@@ -90,14 +108,12 @@ check "  its HINT proposes" "$hs" "sequences => 16"
 expect_state "  which works" ok a postgres svc "$ACQ(holder => 'x', ttl => '1 min', $hs)"
 expect_state "sequences 4 (muyo/sno needs 6)" 22023 a postgres svc "$ACQ(holder => 'x', ttl => '1 min', sequences => 4)"
 expect_state "sequences 131072" 22023 a postgres svc "$ACQ(holder => 'x', ttl => '1 min', sequences => 131072)"
-expect_state "inside BEGIN ... COMMIT" 25001 a postgres svc "BEGIN" "$ACQ(holder => 'x', ttl => '1 min')"
-check "  HINT" "$(msg_field HINT "$SAID")" "Call it as a statement of its own, outside BEGIN ... COMMIT (in autocommit mode)."
-expect_state "  the same call on its own" ok a postgres svc "$ACQ(holder => 'x', ttl => '1 min')"
-expect_state "in a DO block (it may roll back after the call)" 25001 a postgres svc "DO \$\$BEGIN PERFORM sno_lease_acquire(holder => 'x', ttl => '1 min'); END\$\$"
-expect_state "at REPEATABLE READ" 25001 a postgres svc "SET default_transaction_isolation = 'repeatable read'" "$ACQ(holder => 'x', ttl => '1 min')"
-stmt="$(hint_stmt 1)"
-check "  its HINT's statement" "$stmt" "SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL READ COMMITTED;"
-expect_state "  followed in that session, the call works" ok a postgres svc "SET default_transaction_isolation = 'repeatable read'" "$stmt" "$ACQ(holder => 'x', ttl => '1 min')"
+expect_state "holder of 257 bytes" 22001 a postgres svc "$ACQ(holder => repeat('h', 257), ttl => '1 min')"
+check "  names the value" "$(msg_field ERROR "$SAID" | grep -c 'sno lease holder "hhhh.*(257 bytes) is too long')" 1
+expect_state "  followed (a shorter holder, 256 bytes)" ok a postgres svc "$ACQ(holder => repeat('h', 256), ttl => '1 min')"
+expect_state "an empty holder" 22023 a postgres svc "$ACQ(holder => '', ttl => '1 min')"
+expect_state "at REPEATABLE READ: works (the registry decides in a transaction of its own)" ok a postgres svc \
+    "SET default_transaction_isolation = 'repeatable read'" "$ACQ(holder => 'rr', ttl => '1 min')"
 expect_state "in a read-only session" 25006 a postgres svc "SET default_transaction_read_only = on" "$ACQ(holder => 'x', ttl => '1 min')"
 q a "ALTER ROLE svc SET sno.lease_limit = 6" >/dev/null
 expect_state "the role cannot raise its limit" 42501 a postgres svc "SET sno.lease_limit = 100"
@@ -125,6 +141,146 @@ expect_state "renewal of a released lease" 55000 a postgres svc "SELECT sno_leas
 expect_state "  its HINT's statement, as the role" ok a postgres svc "$(hint_stmt 1 | sed "s/holder => \.\.\., ttl => \.\.\./holder => 'again', ttl => '1 min'/")"
 check "the role's own leases only: sno_lease_take_over refused" \
     "$(try a postgres svc "SELECT sno_lease_take_over()"; echo "$STATE")" 42501
+
+part "1b. nothing a caller does after its call takes a lease back"
+# shown NAME LEASE PARTITION MIN MAX NOT_BEFORE EXPIRES: what a caller was shown is the registry's
+# record of that lease, and no other lease of the registry can stamp an ID inside it.
+shown() {
+    local d="$1" id="$2" p="$3" mi="$4" ma="$5" nb="$6" ex="$7"
+    check "$d: the registry holds what the caller was shown" \
+        "$(q a "SELECT count(*) FROM sno_internal.leases WHERE lease = $id AND partition = $p AND sequence_min = $mi
+                AND sequence_max = $ma AND not_before = '$nb' AND expires_at = '$ex'")" 1
+    check "$d: no other lease overlaps it" \
+        "$(q a "SELECT count(*) FROM sno_internal.leases WHERE lease <> $id AND partition = $p
+                AND sequence_min <= $ma AND $mi <= sequence_max AND not_before < '$ex' AND '$nb' < expires_at")" 0
+}
+# Each case, then a second holder's acquires (of the same size, as many as the partition has
+# slices): none overlaps what the first caller was shown.
+second_holder() {
+    local i
+    for i in $(seq "$2"); do as a other "$ACQ(holder => 'second', ttl => '1 min', sequences => $1)" >/dev/null; done
+}
+q a "$GRANTS other" "ALTER ROLE other SET sno.lease_limit = 200" >/dev/null
+q a "CREATE PROCEDURE public.acquire_then_roll_back(INOUT lease int8 DEFAULT NULL, INOUT token uuid DEFAULT NULL,
+        INOUT part int4 DEFAULT NULL, INOUT smin int4 DEFAULT NULL, INOUT smax int4 DEFAULT NULL,
+        INOUT nb timestamptz DEFAULT NULL, INOUT ex timestamptz DEFAULT NULL)
+    LANGUAGE plpgsql AS \$\$
+    DECLARE r record;
+    BEGIN
+        FOR r IN SELECT * FROM sno_lease_acquire(holder => 'procedure', ttl => '1 min', sequences => 8192) LOOP
+            lease := r.lease; token := r.token; part := r.partition; smin := r.sequence_min;
+            smax := r.sequence_max; nb := r.not_before; ex := r.expires_at;
+        END LOOP;
+        ROLLBACK;
+    END \$\$" \
+    "CREATE PROCEDURE public.renew_then_roll_back(l int8, t uuid, INOUT ex timestamptz DEFAULT NULL)
+    LANGUAGE plpgsql AS \$\$
+    DECLARE c refcursor; r record;
+    BEGIN
+        OPEN c FOR SELECT * FROM sno_lease_renew(lease => l, token => t, ttl => '5 min');
+        FETCH c INTO r;
+        ex := r.expires_at;
+        CLOSE c;
+        ROLLBACK;
+    END \$\$" \
+    "GRANT EXECUTE ON PROCEDURE public.acquire_then_roll_back, public.renew_then_roll_back TO svc" >/dev/null
+got="$(as a svc "CALL acquire_then_roll_back()")"
+IFS='|' read -r pl pt pp pmi pma pnb pex <<<"$got"
+check "a procedure acquiring in a FOR loop, then ROLLBACK: its caller got a lease" "$((pma - pmi + 1))" 8192
+second_holder 8192 8
+shown "  after a second holder's 8 acquires" "$pl" "$pp" "$pmi" "$pma" "$pnb" "$pex"
+rex="$(as a svc "CALL renew_then_roll_back($pl, '$pt')")"
+check "a procedure renewing with OPEN/FETCH, then ROLLBACK: a later end" "$(q a "SELECT '$rex'::timestamptz > '$pex'")" t
+second_holder 8192 8
+shown "  after a second holder's 8 more acquires" "$pl" "$pp" "$pmi" "$pma" "$pnb" "$rex"
+try a postgres svc "DO \$\$DECLARE r record; BEGIN
+        SELECT * INTO r FROM sno_lease_acquire(holder => 'do', ttl => '1 min', sequences => 8192);
+        RAISE NOTICE 'lease %', concat_ws('|', r.lease, r.token, r.partition, r.sequence_min, r.sequence_max, r.not_before, r.expires_at);
+        PERFORM 1 / 0;
+    END\$\$"
+check "a DO block that shows its lease in a NOTICE, then fails (22012)" "$STATE" 22012
+IFS='|' read -r dl dt dp dmi dma dnb dex <<<"$(sed -n 's/^.*NOTICE:  \(00000: \)\{0,1\}lease //p' <<<"$SAID" | head -1)"
+second_holder 8192 8
+shown "  after a second holder's 8 acquires" "$dl" "$dp" "$dmi" "$dma" "$dnb" "$dex"
+check "  the token it showed renews it" \
+    "$(as a svc "SELECT lease FROM sno_lease_renew(lease => $dl, token => '$dt', ttl => '1 min')")" "$dl"
+check "a lease acquired in BEGIN ... ROLLBACK is kept" \
+    "$(as a svc "BEGIN" "$ACQ(holder => 'rolled-back', ttl => '1 min')" "ROLLBACK" >/dev/null;
+       q a "SELECT state FROM sno_leases WHERE holder = 'rolled-back'")" active
+check "  none of the leases granted so far can stamp an ID another can" "$(conflicts a postgres)" 0
+
+part "1c. no caller holds the registry"
+# A statement that acquires and then runs on, and a transaction left open after a call, of one
+# role; another role's acquire, renew and release each answer within 10 s (the bound: the calls
+# queued before it, at most one per session, each a few milliseconds, and a worker start).
+as a svc "SELECT l.lease, pg_sleep(600) FROM sno_lease_acquire(holder => 'slow', ttl => '1 min') l" >/dev/null 2>&1 &
+slow=$!
+as a svc "BEGIN" "$ACQ(holder => 'open', ttl => '1 min')" "SELECT pg_sleep(600)" >/dev/null 2>&1 &
+open=$!
+until [[ "$(q a "SELECT count(*) FROM sno_leases WHERE holder IN ('slow', 'open')")" == 2 ]]; do sleep 0.2; done
+t1=$SECONDS
+o="$(as a other "SET statement_timeout = '10s'" "$ACQ(holder => 'beside', ttl => '1 min')")"
+IFS='|' read -r ol ot _ <<<"$o"
+expect_state "  another role's renewal, under statement_timeout 10 s" ok a postgres other \
+    "SET statement_timeout = '10s'" "SELECT sno_lease_renew(lease => $ol, token => '$ot', ttl => '1 min')"
+expect_state "  another role's release, under statement_timeout 10 s" ok a postgres other \
+    "SET statement_timeout = '10s'" "SELECT sno_lease_release(lease => $ol, token => '$ot')"
+check "  another role's acquire, renewal and release while one runs for 600 s and one is left open: done in $((SECONDS - t1)) s" \
+    "$( ((SECONDS - t1 <= 30)) && echo in-time)" in-time
+q a "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = 'svc' AND query LIKE '%pg_sleep(600)%'" >/dev/null
+wait "$slow" "$open" 2>/dev/null || true
+check "  the two callers' leases stay, though their statements were ended" \
+    "$(q a "SELECT count(*) FROM sno_leases WHERE holder IN ('slow', 'open') AND state = 'active'")" 2
+
+part "1d. fair and bounded"
+q a "CREATE ROLE churn LOGIN" "$GRANTS churn" "ALTER ROLE churn SET sno.lease_limit = 4" >/dev/null
+most=0
+t1=$SECONDS
+while ((SECONDS - t1 < 6)); do
+    l="$(as a churn "$ACQ(holder => repeat('c', 256), ttl => '1 s')" 2>/dev/null)" || { sleep 0.2; continue; }
+    IFS='|' read -r lid ltok _ <<<"$l"
+    as a churn "SELECT sno_lease_release(lease => $lid, token => '$ltok')" >/dev/null
+    n="$(q a "SELECT count(*) FROM sno_internal.leases WHERE grantee = 'churn'")"
+    ((n > most)) && most=$n
+done
+check "a role limited to 4 leases, acquiring and releasing 1 s leases for 6 s: at most 4 rows of it in the registry" \
+    "$((most <= 4))|$(q a "SELECT count(*) <= 4 AND coalesce(sum(length(holder)), 0) <= 4 * 256 FROM sno_internal.leases WHERE grantee = 'churn'")" "1|t"
+q a "CREATE ROLE greedy LOGIN" "CREATE ROLE modest LOGIN" "$GRANTS greedy" "$GRANTS modest" \
+    "ALTER ROLE greedy SET sno.reserved_limit = 2" "ALTER ROLE modest SET sno.reserved_limit = 1" >/dev/null
+g1="$(as a greedy "$ACQ(holder => 'g1', ttl => '1 min', sequences => 65536)")"
+g2="$(as a greedy "$ACQ(holder => 'g2', ttl => '1 min', sequences => 65536)")"
+expect_state "a role with sno.reserved_limit 2 holding two whole partitions: a third" 53400 a postgres greedy \
+    "$ACQ(holder => 'g3', ttl => '1 min', sequences => 65536)"
+expect_state "  nor 8 numbers more (its partitions are full)" 53400 a postgres greedy "$ACQ(holder => 'g4', ttl => '1 min', sequences => 8)"
+m1="$(as a modest "$ACQ(holder => 'm1', ttl => '1 min', sequences => 8)")"
+# shellcheck disable=SC2086 # a list
+check_distinct "another role with sno.reserved_limit 1 gets 8 numbers, on a partition of its own" \
+    "$(cut -d'|' -f3 <<<"$m1")" "$(cut -d'|' -f3 <<<"$g1")" "$(cut -d'|' -f3 <<<"$g2")"
+as a modest "$ACQ(holder => 'm2', ttl => '1 min', sequences => 1024)" >/dev/null
+expect_state "  its limit of 1 is its own: a whole partition more is refused" 53400 a postgres modest \
+    "$ACQ(holder => 'm3', ttl => '1 min', sequences => 65536)"
+check "  the refusal names its own limit" "$(msg_field ERROR "$SAID")" 'role "modest" has caused its limit of 1 reserved sno partitions to be granted'
+stmt="$(hint_stmt 1)"
+check "  its HINT's statement" "$stmt" 'ALTER ROLE "modest" SET sno.reserved_limit = 2;'
+q a "$stmt" >/dev/null
+expect_state "  followed: the whole partition is granted" ok a postgres modest "$ACQ(holder => 'm3', ttl => '1 min', sequences => 65536)"
+check "  none of the leases granted so far can stamp an ID another can" "$(conflicts a postgres)" 0
+
+part "1e. the registry's worker and max_worker_processes"
+node_init e
+node_clock_mode e none
+node_cmdline e shared_preload_libraries=sno
+node_auto_conf e max_worker_processes 2
+node_start e || die "e did not start"
+q e "CREATE EXTENSION sno" >/dev/null
+expect_state "every background worker slot taken (the sno lineage worker and the logical replication launcher)" 53400 \
+    e postgres postgres "$ACQ(holder => 'x', ttl => '1 min')"
+stmt="$(msg_field HINT "$SAID" | grep -oE 'ALTER SYSTEM SET max_worker_processes = [0-9]+;')"
+check "  its HINT's statement" "$stmt" "ALTER SYSTEM SET max_worker_processes = 3;"
+q e "$stmt" >/dev/null
+node_restart e
+expect_state "  followed, and the server restarted as it says: granted" ok e postgres postgres "$ACQ(holder => 'x', ttl => '1 min')"
+node_stop e fast
 
 part "2. hostile objects"
 q a "CREATE SCHEMA evil AUTHORIZATION other" "GRANT USAGE ON SCHEMA evil TO svc" "GRANT CREATE ON SCHEMA public TO other" >/dev/null
@@ -220,7 +376,7 @@ node_init d
 node_clock_mode d none
 node_cmdline d shared_preload_libraries=sno
 node_start d || die "d did not start"
-q d "CREATE ROLE svc LOGIN" "CREATE ROLE other LOGIN" >/dev/null
+q d "CREATE ROLE svc LOGIN" "CREATE ROLE other LOGIN" "CREATE ROLE churn" "CREATE ROLE greedy" "CREATE ROLE modest" >/dev/null
 as_pg "${CL_BIN[d]}/pg_restore" -h "$CL_WORK" -p "${CL_PORT[d]}" -U postgres -d postgres "$dump" 2>"$CL_WORK/restore.log" ||
     grep -v "evil\|already exists" "$CL_WORK/restore.log" | head
 expect_state "restored into a fresh cluster: acquire" 55000 d postgres svc "$ACQ(holder => 'x', ttl => '1 min')"
@@ -242,6 +398,34 @@ again="$(as c svc "$ACQ(holder => 'after-restore', ttl => '1 min', sequences => 
 check_distinct "  the next lease is on a new partition, not the forgotten lease's" "$(cut -d'|' -f3 <<<"$again")" \
     "$(cut -d'|' -f3 <<<"$afterdump")" $dumped
 check "  the restored pool is shown as inherited" "$(q c "SELECT count(*) FROM sno_leases WHERE state NOT IN ('inherited', 'expired', 'ended') AND holder <> 'after-restore'")" 0
+
+part "6b. a data-only restore of the registry's own database (triggers disabled)"
+q c "CREATE DATABASE reg" >/dev/null
+qu c reg postgres -c "CREATE EXTENSION sno" -c "$GRANTS svc" -c "$GRANTS other" -c "ALTER ROLE other SET sno.lease_limit = 200" >/dev/null
+bd="$(qu c reg svc -c "$ACQ(holder => 'before-dump', ttl => '5 min')")"
+rdump="$CL_WORK/reg.dump"
+as_pg "${CL_BIN[c]}/pg_dump" -h "$CL_WORK" -p "${CL_PORT[c]}" -U postgres -Fc -f "$rdump" reg
+ad="$(qu c reg svc -c "SELECT concat_ws('|', lease, token, partition, sequence_min, sequence_max, not_before, expires_at)
+                        FROM sno_lease_acquire(holder => 'after-dump', ttl => '5 min')")"
+IFS='|' read -r al at ap ami ama anb aex <<<"$ad"
+mark="$(node_log_mark c)"
+qu c reg postgres -c "TRUNCATE sno_internal.leases, sno_internal.lease_partitions" >/dev/null
+as_pg "${CL_BIN[c]}/pg_restore" -h "$CL_WORK" -p "${CL_PORT[c]}" -U postgres --data-only --disable-triggers -d reg "$rdump"
+check "the restore brought back the dump's rows, without the lease granted after it" \
+    "$(qu c reg postgres -c "SELECT count(*) FILTER (WHERE holder = 'before-dump')||'|'||count(*) FILTER (WHERE holder = 'after-dump') FROM sno_leases")" "1|0"
+for i in $(seq 70); do qu c reg svc -c "$ACQ(holder => 'next', ttl => '1 min')" >/dev/null; done
+check "  70 leases of 1024 numbers granted after it: none overlaps the lease granted after the dump" \
+    "$(qu c reg postgres -c "SELECT count(*) FROM sno_internal.leases WHERE partition = $ap
+        AND sequence_min <= $ama AND $ami <= sequence_max AND not_before < '$aex' AND '$anb' < expires_at")" 0
+check "  the server log says why" "$(node_log_since c "$mark" | grep -c "lease pool partition $ap: its rows are older than the registry's ledger")" 1
+expect_state "  the lost lease's renewal" 42501 c reg svc "SELECT sno_lease_renew(lease => $al, token => '$at', ttl => '5 min')"
+expect_state "  its HINT's statement, as the role" ok c reg svc "$(hint_stmt 1 | sed "s/holder => \.\.\., ttl => \.\.\./holder => 'again', ttl => '1 min'/")"
+IFS='|' read -r bl bt _ <<<"$bd"
+expect_state "  a restored lease's renewal (its slice may have been handed on since the dump)" 55000 c reg svc \
+    "SELECT sno_lease_renew(lease => $bl, token => '$bt', ttl => '5 min')"
+check "  says why" "$(msg_field ERROR "$SAID" | grep -c 'its slice was granted again after its end')" 1
+expect_state "  its HINT's statement, as the role" ok c reg svc "$(hint_stmt 1 | sed "s/holder => \.\.\., ttl => \.\.\./holder => 'anew', ttl => '1 min'/")"
+check "  no two leases of the database can stamp one ID" "$(conflicts c reg)" 0
 
 echo "leases.sh: $((SECONDS - T0)) s"
 exit "$fail"

@@ -447,7 +447,7 @@ check "exporter p: source explicit, partition 9" \
 echo "--- $((SECONDS - T0)) s: p: partition leases of lease_svc, one of 3 s left unrenewed"
 node_sql p "CREATE ROLE lease_svc LOGIN" \
     "GRANT EXECUTE ON FUNCTION sno_lease_acquire(text, interval, int4), sno_lease_renew(int8, uuid, interval), sno_lease_release(int8, uuid) TO lease_svc" >/dev/null
-# lease_sql SQL...: each SQL a statement of its own (leases are refused in a transaction block),
+# lease_sql SQL...: each SQL a statement of its own,
 # as lease_svc.
 lease_sql() { node_sql p "SET ROLE lease_svc" "$@"; }
 lease_sql "SELECT lease FROM sno_lease_acquire(holder => 'svc-kept', ttl => '10 min', sequences => 8)" >/dev/null

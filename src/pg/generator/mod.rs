@@ -26,6 +26,8 @@ pub mod compat;
 pub mod durable;
 pub mod hot;
 pub mod lease;
+pub mod lease_registry;
+pub mod lease_worker;
 pub mod monitor;
 
 pub use durable::{replay, replay_grant, settle, stop};

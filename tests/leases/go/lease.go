@@ -27,7 +27,7 @@ type Lease struct {
 // Leased makes IDs with one muyo/sno generator per lease, switching to a new lease when the
 // registry no longer renews the current one. Safe for concurrent use.
 type Leased struct {
-	db        *sql.DB // autocommit: the lease functions refuse to run in a transaction block
+	db        *sql.DB // each call is committed by the registry before it returns
 	holder    string
 	ttl       time.Duration
 	sequences int

@@ -11,7 +11,8 @@
 //!    renewals adopted (expires_at moved on, stamping went on past the first lease's end), and
 //!    after shutdown every lease released and the generator refusing.
 //! 2. `errors`: a role without EXECUTE gets 42501, a TTL over `sno.lease_max_ttl` and a slice
-//!    that is not a power of two 22023, a call inside a transaction block 25001.
+//!    that is not a power of two 22023; a lease acquired in a transaction block that rolls back is
+//!    kept.
 //! 3. `fork`: a forked child's generator refuses (the parent's lease is not its own) and
 //!    dropping the keeper there leaves the parent's connection and thread alone: the parent
 //!    goes on renewing.
@@ -376,12 +377,15 @@ fn errors() {
         Some("22023")
     );
 
-    // Inside a transaction block: refused (a lease whose transaction rolled back would be lost).
+    // Inside a transaction block that rolls back: the lease is kept (the registry granted it in
+    // a transaction of its own), and its token renews it.
     let mut c = sync_config(ROLE).connect(postgres::NoTls).unwrap();
     c.batch_execute("BEGIN").unwrap();
-    let e = sync_lease::acquire(&mut c, &config()).unwrap_err();
-    assert_eq!(e.sqlstate(), Some("25001"), "{e}");
+    let kept = sync_lease::acquire(&mut c, &config()).unwrap();
     c.batch_execute("ROLLBACK").unwrap();
+    let renewed = sync_lease::renew(&mut c, &config(), &kept.lease).unwrap();
+    assert_eq!(renewed.lease.lease, kept.lease.lease);
+    sync_lease::release(&mut c, &config(), &kept.lease).unwrap();
     // A wrong token: 42501; then the lease released.
     let g = sync_lease::acquire(&mut c, &config()).unwrap();
     let mut wrong = g.lease.clone();
