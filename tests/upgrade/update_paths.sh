@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # shellcheck source-path=SCRIPTDIR
-# ALTER EXTENSION sno UPDATE from every earlier release (0.1.0, 0.2.0, 0.3.0, 0.4.0, 0.4.1, 0.5.0, 0.6.0 and 0.7.0, the
-# last) to this version, with its package, while another role's objects wait in sno's schema:
+# ALTER EXTENSION sno UPDATE from every earlier release (0.1.0, 0.2.0, 0.3.0, 0.4.0, 0.4.1, 0.5.0, 0.6.0, 0.7.0 and
+# 0.8.0, the last) to this version, with its package, while another role's objects wait in sno's schema:
 #   1. The package is installed with the manual's commands into a private copy of a relocatable
 #      PostgreSQL, and the install scripts of the earlier releases as kept in sql/ beside it
 #      (the new library keeps every earlier version's C symbols: no old release is built).
 #   2. One database per release: CREATE EXTENSION sno VERSION 'X' in public, the schema any
 #      role could create in before PostgreSQL 15. In the 0.6.0 database, data made with 0.6.0's
 #      catalog (tests/upgrade/data.bash), a user's view over sno_generator and a grant on it.
-#   3. Before the update, the 0.6.0 catalog works with the new library; sno = varchar is sno =
-#      text, the varchar coerced.
+#   3. Before the update, the last release's catalog works with the new library; sno = varchar
+#      is sno = text, the varchar coerced; a lease is acquired and renewed through it (the
+#      registry without its 0.8.1 ledger), and renewed again after the update.
 #   4. An unprivileged role plants operators and functions in public (tests/upgrade/hostile.sql,
 #      hostile_sno.sql): exact matches for the expressions of the install and update scripts,
 #      each recording in a table it owns that it ran, as whom and in which statement.
@@ -43,8 +44,8 @@ source "$(dirname "${BASH_SOURCE[0]}")/../client/cluster.bash"
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 
-OLD_VERSIONS=(0.1.0 0.2.0 0.3.0 0.4.0 0.4.1 0.5.0 0.6.0 0.7.0)
-LAST_VERSION=0.7.0
+OLD_VERSIONS=(0.1.0 0.2.0 0.3.0 0.4.0 0.4.1 0.5.0 0.6.0 0.7.0 0.8.0)
+LAST_VERSION=0.8.0
 # The 0.1.0 -> 0.2.0 update script as 0.4.0 shipped it, before its search_path was pinned first.
 UNFIXED_COMMIT=ddb8f69
 NEW_VERSION="$(sed -n 's/^version = "\(.*\)"$/\1/p' "$root/Cargo.toml" | head -1)"
@@ -107,6 +108,9 @@ idx="SET enable_seqscan = off;"
 plan="$(q srv -c "$idx" -c "EXPLAIN (COSTS OFF) SELECT * FROM t_main WHERE id = '$some_id'::varchar")"
 check "$LAST_VERSION's catalog: sno = varchar is sno = text, the varchar coerced" \
     "$(grep -c "Index Cond: (id = '$some_id'::text)" <<<"$plan")" 1
+old_lease="$(q srv -c "SELECT lease || '|' || token FROM sno_lease_acquire(holder => 'before-update', ttl => '5 min')")"
+check "$LAST_VERSION's catalog: a lease acquired and renewed with the new library" \
+    "$(q srv -c "SELECT lease FROM sno_lease_renew(lease => ${old_lease%%|*}, token => '${old_lease#*|}', ttl => '5 min')")" "${old_lease%%|*}"
 
 # --- 4. another role's objects in public -------------------------------------------------------
 # plant DB: hostile.sql (and hostile_sno.sql once sno exists), as the role intruder.
@@ -160,6 +164,10 @@ for v in "${OLD_VERSIONS[@]}"; do
 done
 
 db="$(db_of "$LAST_VERSION")"
+check "after the update, the lease acquired before it renews (its ledger begun by the update)" \
+    "$(q srv -c "SELECT lease FROM sno_lease_renew(lease => ${old_lease%%|*}, token => '${old_lease#*|}', ttl => '5 min')")" "${old_lease%%|*}"
+check "  and a new lease is granted beside it, numbered after it" \
+    "$(q srv -c "SELECT lease > ${old_lease%%|*} FROM sno_lease_acquire(holder => 'after-update', ttl => '5 min')")" t
 check "the grant on sno_generator is kept" \
     "$(q srv -c "SELECT has_table_privilege('sno_ops', 'sno_generator', 'SELECT')")" t
 check "the user's view over sno_generator works" "$(q srv -c "SELECT count(*) FROM my_generator")" 1

@@ -140,16 +140,36 @@ struct PoolRow {
     ledger: Option<Ledger>,
 }
 
-fn pool_rows(c: &mut SpiClient<'_>) -> Vec<PoolRow> {
-    let t = run(
+/// Whether this database's catalog has the ledger (0.8.1 on): a database not yet updated from
+/// 0.8.0 (its library replaced, `ALTER EXTENSION sno UPDATE` not run yet) leases as 0.8.0 did,
+/// without the ledger, its stamps and its lease numbers, so that its services go on renewing
+/// through a rolling update.
+fn has_ledger(c: &mut SpiClient<'_>) -> bool {
+    run(
         c,
-        "read sno_internal.lease_partitions",
+        "look for sno_internal.lease_ledger",
+        "SELECT pg_catalog.to_regclass('sno_internal.lease_ledger') IS NOT NULL",
+        &[],
+    )
+    .first()
+    .get::<bool>(1)
+    .ok()
+    .flatten()
+    .unwrap_or(false)
+}
+
+fn pool_rows(c: &mut SpiClient<'_>, ledger: bool) -> Vec<PoolRow> {
+    let sql = if ledger {
         "SELECT p.partition, p.incarnation, p.database, p.busy_until, p.restored, p.stamp, \
                 l.stamp, l.leased_until \
          FROM sno_internal.lease_partitions p \
-         LEFT JOIN sno_internal.lease_ledger l USING (partition) ORDER BY p.partition",
-        &[],
-    );
+         LEFT JOIN sno_internal.lease_ledger l USING (partition) ORDER BY p.partition"
+    } else {
+        "SELECT p.partition, p.incarnation, p.database, p.busy_until, p.restored, 0::pg_catalog.int8, \
+                0::pg_catalog.int8, NULL::pg_catalog.timestamptz \
+         FROM sno_internal.lease_partitions p ORDER BY p.partition"
+    };
+    let t = run(c, "read sno_internal.lease_partitions", sql, &[]);
     t.map(|r| PoolRow {
         partition: r.get::<i32>(1).ok().flatten().unwrap_or(0) as u16,
         incarnation: r.get::<i64>(2).ok().flatten().unwrap_or(0),
@@ -368,7 +388,8 @@ fn acquire(a: &Ask) -> Answer {
             })
         });
         prune(c, &forget);
-        let mut rows = pool_rows(c);
+        let ledger = has_ledger(c);
+        let mut rows = pool_rows(c, ledger);
         // A row the lineage does not know came from a restore that skipped the trigger.
         let unknown = shmem::locked(s, |g| {
             rows.iter()
@@ -451,25 +472,27 @@ fn acquire(a: &Ask) -> Answer {
             }
         };
         // Never a number this database handed out before, whatever a restore brought back.
-        let lease: i64 = run(
-            c,
-            "number the lease",
+        let number = if ledger {
             "SELECT GREATEST(pg_catalog.nextval('sno_internal.lease_ids'::pg_catalog.regclass), \
-                 (SELECT COALESCE(pg_catalog.max(lease), 0) OPERATOR(pg_catalog.+) 1 FROM sno_internal.leases))",
-            &[],
-        )
-        .first()
-        .get::<i64>(1)
-        .ok()
-        .flatten()
-        .unwrap_or_else(|| error!("sno: cannot number the lease"));
-        run(
-            c,
-            "advance sno_internal.lease_ids",
-            "SELECT pg_catalog.setval('sno_internal.lease_ids'::pg_catalog.regclass, $1) \
-             WHERE $1 OPERATOR(pg_catalog.>) (SELECT last_value FROM sno_internal.lease_ids)",
-            &[lease.into()],
-        );
+                 (SELECT COALESCE(pg_catalog.max(lease), 0) OPERATOR(pg_catalog.+) 1 FROM sno_internal.leases))"
+        } else {
+            "SELECT COALESCE(pg_catalog.max(lease), 0) OPERATOR(pg_catalog.+) 1 FROM sno_internal.leases"
+        };
+        let lease: i64 = run(c, "number the lease", number, &[])
+            .first()
+            .get::<i64>(1)
+            .ok()
+            .flatten()
+            .unwrap_or_else(|| error!("sno: cannot number the lease"));
+        if ledger {
+            run(
+                c,
+                "advance sno_internal.lease_ids",
+                "SELECT pg_catalog.setval('sno_internal.lease_ids'::pg_catalog.regclass, $1) \
+                 WHERE $1 OPERATOR(pg_catalog.>) (SELECT last_value FROM sno_internal.lease_ids)",
+                &[lease.into()],
+            );
+        }
         let token = new_token();
         let renew_after = decide::renew_after(now, ttl).min(g.expires - 1);
         run(
@@ -493,7 +516,9 @@ fn acquire(a: &Ask) -> Answer {
                 at_unit(renew_after).into(),
             ],
         );
-        stamp(c, g.slice.partition, g.expires);
+        if ledger {
+            stamp(c, g.slice.partition, g.expires);
+        }
         (lease, token, g, renew_after)
     });
     lease_answer(lease, token, &g, holder, renew_after)
@@ -563,7 +588,8 @@ fn renew(a: &Ask) -> Answer {
     let (id, ttl) = (a.lease, a.ttl);
     let (g, holder, renew_after) = locked_as_owner(&ext, |c| {
         let (g, holder, released) = find_lease(c, id, a.token);
-        let mut rows = pool_rows(c);
+        let ledger = has_ledger(c);
+        let mut rows = pool_rows(c, ledger);
         relearned(c, s, &mut rows, me, None);
         let row = rows.iter().find(|r| r.partition == g.slice.partition);
         let ours = row.is_some_and(|r| r.ours(me));
@@ -614,7 +640,9 @@ fn renew(a: &Ask) -> Answer {
                 Interval::from_micros(ttl * UNIT_MICROS).into(),
             ],
         );
-        stamp(c, g.slice.partition, expires);
+        if ledger {
+            stamp(c, g.slice.partition, expires);
+        }
         (Granted { expires, ..g }, holder, renew_after)
     });
     lease_answer(id, a.token, &g, holder.as_bytes(), renew_after)
@@ -643,7 +671,8 @@ fn take_over() -> Answer {
     let s = judged();
     let ext = Extension::find();
     let n = locked_as_owner(&ext, |c| {
-        let rows = pool_rows(c);
+        let ledger = has_ledger(c);
+        let rows = pool_rows(c, ledger);
         for r in &rows {
             note_restored_grant(s, r.partition);
         }
