@@ -1,17 +1,21 @@
 -- Time-partitioned tables keyed by sno (since 0.7.0): the casts between sno and timestamptz
 -- (which Citus's create_time_partitions / drop_old_time_partitions / time_partitions need),
--- the view sno_time_partitions, and for plain PostgreSQL sno_create_time_partitions and the
--- procedure sno_drop_old_time_partitions, run on a schedule (pg_cron). Manual:
--- doc/time-partitions.md. Tests: pgrx-tests/sql/sno_time_partitions.sql (golden),
--- tests/client/time_partitions.sh (two sessions, locks, pg_cron), tests/client/citus_states.sh.
+-- the views sno_time_partitions and sno_time_partitioned_tables (which wait for no lock: they
+-- read each partition's bound from the catalog without opening it, since 0.8.1), and for plain
+-- PostgreSQL sno_create_time_partitions and the procedure sno_drop_old_time_partitions, run on
+-- a schedule (pg_cron). Manual: doc/time-partitions.md. Tests:
+-- pgrx-tests/sql/sno_time_partitions.sql (golden), tests/client/time_partitions.sh (two
+-- sessions, locks, pg_cron), tests/client/citus_states.sh.
 --
--- pgrx generates nothing of this file. Why PL/pgSQL and not Rust: what these functions decide
--- is calendar arithmetic in the session's time zone (timestamptz + interval, date_trunc), which
--- is PostgreSQL's own, and DDL with locks, lock_timeout and retries in subtransactions, which
--- PL/pgSQL says plainly; the sno values they need (sno_min, sno_time, sno_lower_bound) are the
--- type's C functions. Every function pins search_path to pg_catalog and pg_temp and names sno's
--- objects through @extschema@ (operators as OPERATOR(@extschema@.<)), so that no object another
--- role creates changes what they do.
+-- pgrx generates nothing of this file. One function is C, declared here by hand:
+-- sno_time_partition_bound (src/pg/time_partitions.rs), which reads a bound from the catalog's
+-- node tree; SQL has only pg_get_expr for it, which opens the partition. Why PL/pgSQL and not
+-- Rust for the rest: what these functions decide is calendar arithmetic in the session's time
+-- zone (timestamptz + interval, date_trunc), which is PostgreSQL's own, and DDL with locks,
+-- lock_timeout and retries in subtransactions, which PL/pgSQL says plainly; the sno values they
+-- need (sno_min, sno_time, sno_lower_bound) are the type's C functions. Every function pins
+-- search_path to pg_catalog and pg_temp and names sno's objects through @extschema@ (operators
+-- as OPERATOR(@extschema@.<)), so that no object another role creates changes what they do.
 
 -- Casts -----------------------------------------------------------------------------------------
 -- Explicit only: `id::timestamptz` is sno_time(id) (the start of the ID's 4 ms unit) and
@@ -23,23 +27,37 @@ CREATE CAST (sno AS timestamptz) WITH FUNCTION sno_time(sno);
 CREATE CAST (timestamptz AS sno) WITH FUNCTION sno_min(timestamptz);
 
 -- The partitions of one table ---------------------------------------------------------------------
--- sno_time_partition_bounds(table): its partitions with their bounds, read from
--- pg_get_expr(relpartbound) (a sno constant prints as its 16 characters in quotes, MINVALUE and
--- MAXVALUE as such: NULL here), through pg_inherits' index on the parent: the cost is that of
--- this table's partitions, whatever other tables have.
+-- sno_time_partition_bound(bound): a partition's bounds read from its pg_class.relpartbound
+-- (from_value and to_value, NULL: MINVALUE and MAXVALUE; is_default), in C
+-- (src/pg/time_partitions.rs): the catalog's node tree parsed, no relation opened. Since 0.8.1;
+-- before, pg_get_expr(relpartbound, partition) printed each bound, and it opens the partition
+-- (ACCESS SHARE), so the views below waited for any session holding ACCESS EXCLUSIVE on any
+-- partition of any such table: another role's, locked in an open transaction, or another
+-- session's temporary one.
+CREATE FUNCTION sno_time_partition_bound(bound pg_node_tree,
+    OUT from_value sno, OUT to_value sno, OUT is_default boolean)
+    AS 'MODULE_PATHNAME', 'sno_time_partition_bound' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION sno_time_partition_bound(pg_node_tree) IS 'the bounds of a partition of a table partitioned by RANGE on a sno column, from its pg_class.relpartbound (NULL: MINVALUE or MAXVALUE), read without opening it';
+
+-- sno_time_partition_bounds(table): its partitions with their bounds, through pg_inherits' index
+-- on the parent: the cost is that of this table's partitions, whatever other tables have. It
+-- reads catalog rows only and locks no table. A table not partitioned by RANGE on one sno
+-- column has none: that check does not depend on the rows, so it runs first, once (a one-time
+-- filter), and no other table's bound is ever read (sno_time_partition_bound would refuse it).
 CREATE FUNCTION sno_time_partition_bounds(table_name regclass)
 RETURNS TABLE (partition regclass, from_value sno, to_value sno, is_default boolean, detach_pending boolean)
 LANGUAGE sql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $fn$
-    SELECT c.oid::regclass, b.m[1]::@extschema@.sno, b.m[2]::@extschema@.sno, b.e = 'DEFAULT', i.inhdetachpending
+    SELECT c.oid::regclass, b.from_value, b.to_value, b.is_default, i.inhdetachpending
     FROM pg_inherits i
     JOIN pg_class c ON c.oid = i.inhrelid
-    CROSS JOIN LATERAL (SELECT pg_get_expr(c.relpartbound, c.oid) AS e) x
-    CROSS JOIN LATERAL (
-        SELECT x.e, regexp_match(x.e, '^FOR VALUES FROM \((?:MINVALUE|''([^'']*)'')\) TO \((?:MAXVALUE|''([^'']*)'')\)$') AS m
-    ) b
+    CROSS JOIN LATERAL @extschema@.sno_time_partition_bound(c.relpartbound) b
     WHERE i.inhparent = table_name AND c.relpartbound IS NOT NULL
+      AND EXISTS (SELECT FROM pg_partitioned_table p
+                  JOIN pg_attribute a ON a.attrelid = p.partrelid AND a.attnum = p.partattrs[0]
+                  WHERE p.partrelid = table_name AND p.partstrat = 'r' AND p.partnatts = 1
+                    AND a.atttypid = '@extschema@.sno'::regtype)
 $fn$;
 COMMENT ON FUNCTION sno_time_partition_bounds(regclass) IS 'the partitions of a table partitioned by RANGE on a sno column, with their bounds (NULL: MINVALUE or MAXVALUE)';
 
