@@ -5,7 +5,7 @@
 -- PostgreSQL sno_create_time_partitions and the procedure sno_drop_old_time_partitions, run on
 -- a schedule (pg_cron). Manual: doc/time-partitions.md. Tests:
 -- pgrx-tests/sql/sno_time_partitions.sql (golden), tests/client/time_partitions.sh (two
--- sessions, locks, pg_cron), tests/client/citus_states.sh.
+-- sessions, locks, a pending detach, pg_cron), tests/client/citus_states.sh.
 --
 -- pgrx generates nothing of this file. One function is C, declared here by hand:
 -- sno_time_partition_bound (src/pg/time_partitions.rs), which reads a bound from the catalog's
@@ -542,6 +542,17 @@ COMMENT ON FUNCTION sno_create_time_partitions(regclass, interval, timestamptz, 
 -- the table (ONLY: not its partitions), then each old partition, each within lock_timeout,
 -- detaches them (which checks that no row of another table refers to theirs) and drops them; a
 -- lock not had undoes the attempt, releases everything, waits and tries again (5 tries).
+--
+-- An old partition whose DETACH ... CONCURRENTLY did not finish (pg_inherits.inhdetachpending:
+-- cancelled, or its session ended) is skipped, with a WARNING whose HINT finishes that detach
+-- (ALTER TABLE ... DETACH PARTITION ... FINALIZE); the others are dropped (since 0.8.1; before,
+-- plain DETACH failed on it with 55000 and every run dropped nothing). Not finished here:
+-- FINALIZE is allowed in a transaction, but it waits for every transaction of the database
+-- older than its snapshot, and inserts into the table queue behind this procedure's ACCESS
+-- EXCLUSIVE lock with snapshots of their own: each run would wait for transactions waiting for
+-- it, until lock_timeout (or a deadlock), and fail. Not dropped either: someone chose to detach
+-- that partition, so what becomes of its rows (kept as a table of its own, archived, dropped)
+-- is theirs to decide, and the detached table is no partition that a later run would drop.
 CREATE PROCEDURE sno_drop_old_time_partitions(table_name regclass, older_than timestamptz)
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -551,6 +562,10 @@ DECLARE
     parent record;
     r record;
     olds regclass[];
+    -- old partitions left pending detach, and their bounds (for the WARNINGs)
+    pending regclass[];
+    pending_from text[];
+    pending_to text[];
     attempt int := 0;
     saved_timeout text := current_setting('lock_timeout');
 BEGIN
@@ -563,11 +578,21 @@ BEGIN
         BEGIN
             EXECUTE format('LOCK TABLE ONLY %I.%I IN ACCESS EXCLUSIVE MODE', parent.schema_name, parent.relname);
             olds := '{}';
-            FOR r IN SELECT b.partition, b.from_value, b.to_value FROM @extschema@.sno_time_partition_bounds(table_name) b
+            pending := '{}';
+            pending_from := '{}';
+            pending_to := '{}';
+            FOR r IN SELECT b.partition, b.from_value, b.to_value, b.detach_pending
+                     FROM @extschema@.sno_time_partition_bounds(table_name) b
                      WHERE NOT b.is_default AND b.to_value IS NOT NULL
                        AND b.to_value OPERATOR(@extschema@.<=) @extschema@.sno_lower_bound(older_than)
                      ORDER BY b.to_value
             LOOP
+                IF r.detach_pending THEN
+                    pending := pending || r.partition;
+                    pending_from := pending_from || coalesce(@extschema@.sno_time(r.from_value)::text, 'MINVALUE');
+                    pending_to := pending_to || @extschema@.sno_time(r.to_value)::text;
+                    CONTINUE;
+                END IF;
                 EXECUTE format('LOCK TABLE %s IN ACCESS EXCLUSIVE MODE', r.partition);
                 olds := olds || r.partition;
                 RAISE NOTICE '%: dropping % (from % to %)', fn, r.partition,
@@ -594,6 +619,12 @@ BEGIN
         END;
     END LOOP;
     PERFORM set_config('lock_timeout', saved_timeout, true);
+    FOR k IN 1 .. cardinality(pending) LOOP
+        RAISE WARNING '%: partition % (from % to %) is being detached: not dropped', fn, pending[k], pending_from[k], pending_to[k]
+            USING DETAIL = 'A DETACH PARTITION ... CONCURRENTLY of it did not finish: queries no longer read it, and this procedure drops no partition someone is detaching. Once detached it is a table of its own, which it leaves alone.',
+                  HINT = format('Finish its detach: ALTER TABLE %I.%I DETACH PARTITION %s FINALIZE;',
+                                parent.schema_name, parent.relname, pending[k]);
+    END LOOP;
 END
 $fn$;
 COMMENT ON PROCEDURE sno_drop_old_time_partitions(regclass, timestamptz) IS 'drop the partitions of a table partitioned by RANGE on a sno column whose rows are all older than older_than (Citus''s drop_old_time_partitions for sno keys)';

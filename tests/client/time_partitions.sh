@@ -23,6 +23,11 @@
 #     sno_time_partitions, sno_time_partitioned_tables and the exporter's query
 #     (doc/monitoring/queries.yaml) answer under lock_timeout = 2s, as a third role, with the
 #     rows of both tables (the temporary one in sno_time_partitions only).
+#  7. A partition left pending detach (a DETACH PARTITION ... CONCURRENTLY cancelled by
+#     statement_timeout while another session reads the table): sno_drop_old_time_partitions
+#     drops the other old partitions and skips it with a WARNING; its HINT, run as printed,
+#     finishes the detach; the next run drops nothing more, and the detached table keeps its
+#     rows.
 #
 # Usage: SNO_PG_MAJOR=15 time_partitions.sh SOCKET_DIR PORT BINDIR (own server on PORT+730).
 # Any other SNO_PG_MAJOR: skipped (pg_cron is Debian's package for PostgreSQL 15).
@@ -285,6 +290,49 @@ check "the locks are still held: both sessions sleep" \
     "$(q watch "SELECT count(*) FROM pg_stat_activity WHERE pid IN ($lp, $tp) AND state = 'active'")" 2
 q watch "SELECT pg_cancel_backend($lp), pg_cancel_backend($tp)" >/dev/null
 wait "$LOCKER" "$TEMPER" 2>/dev/null || true
+
+# --- 7. a partition left pending detach ----------------------------------------------------------------
+
+echo "--- $((SECONDS - T0)) s: a partition left pending detach: sno_drop_old_time_partitions skips it, drops the others"
+q postgres "CREATE DATABASE pend" >/dev/null
+q pend "SET client_min_messages = warning" "CREATE EXTENSION sno" \
+    "CREATE TABLE r (id sno PRIMARY KEY DEFAULT sno_generate(7), v int) PARTITION BY RANGE (id)" \
+    "SELECT sno_create_time_partitions('r', '1 day', '2026-01-06+00', '2026-01-01+00')" \
+    "INSERT INTO r (id, v) SELECT sno_generate_at(7, timestamptz '2026-01-01 00:30+00' + g * interval '1 hour'), g FROM generate_series(0, 119) g" \
+    >/dev/null
+# A session reads the table and stays in its transaction: the second step of DETACH ... CONCURRENTLY
+# waits for it, and statement_timeout cancels it there, the partition left pending detach.
+node_psql_db t pend -c "BEGIN" -c "SELECT count(*) FROM r" -c "SELECT pg_sleep(62)" >/dev/null 2>&1 &
+READER=$!
+r="$(bg_wait_sleeping pend "SELECT pg_sleep(62)")"
+[[ -n "$r" ]] || die "the reader did not start"
+out="$(q pend "SET statement_timeout = '5s'" "ALTER TABLE r DETACH PARTITION r_p2026_01_02 CONCURRENTLY" 2>&1 || true)"
+check "the DETACH ... CONCURRENTLY is cancelled while it waits" "$(msg_field ERROR "$out")" "canceling statement due to statement timeout"
+q pend "SELECT pg_cancel_backend($r)" >/dev/null
+wait "$READER" 2>/dev/null || true
+check "r_p2026_01_02 is left pending detach" \
+    "$(q pend "SELECT string_agg(partition::text, ',') FROM sno_time_partitions WHERE parent_table = 'r'::regclass AND detach_pending")" \
+    r_p2026_01_02
+# Retention up to 2026-01-04: 01-01, 01-02 (pending) and 01-03 are old.
+out="$(q pend "CALL sno_drop_old_time_partitions('r', '2026-01-04+00')" 2>&1)" || bad "the retention call failed: $out"
+check "retention: a WARNING for the pending partition" "$(msg_field WARNING "$out")" \
+    "sno_drop_old_time_partitions: partition public.r_p2026_01_02 (from 2026-01-02 00:00:00+00 to 2026-01-03 00:00:00+00) is being detached: not dropped"
+check "retention: the other old partitions dropped, the pending one and the newer ones kept" \
+    "$(q pend "SELECT string_agg(partition::text || CASE WHEN detach_pending THEN ' (pending)' ELSE '' END, ',' ORDER BY from_value)
+               FROM sno_time_partitions WHERE parent_table = 'r'::regclass")" \
+    "r_p2026_01_02 (pending),r_p2026_01_04,r_p2026_01_05"
+hint="$(msg_field HINT "$out")"
+stmt="$(grep -o 'ALTER TABLE [^;]*;' <<<"$hint" || true)"
+check "the HINT finishes the detach" "$hint" "Finish its detach: ALTER TABLE public.r DETACH PARTITION public.r_p2026_01_02 FINALIZE;"
+if [[ -z "$stmt" ]] || ! q pend "$stmt" >/dev/null; then bad "the HINT's statement as printed: '$stmt'"; fi
+out="$(q pend "CALL sno_drop_old_time_partitions('r', '2026-01-04+00')" 2>&1)" || bad "the second retention call failed: $out"
+check "retention again: nothing said, nothing left to drop" "$out" ""
+check "after the HINT: r_p2026_01_02 is no partition of r; r_p2026_01_04 and r_p2026_01_05 are, with their 48 rows" \
+    "$(q pend "SELECT string_agg(partition::text, ',' ORDER BY from_value) FROM sno_time_partitions WHERE parent_table = 'r'::regclass" \
+        "SELECT count(*) FROM r")" "$(printf 'r_p2026_01_04,r_p2026_01_05\n48')"
+check "the detached r_p2026_01_02 is a table of its own with its 24 rows; r_p2026_01_01 and r_p2026_01_03 are gone" \
+    "$(q pend "SELECT relispartition FROM pg_class WHERE oid = 'r_p2026_01_02'::regclass" "SELECT count(*) FROM r_p2026_01_02" \
+        "SELECT count(*) FROM pg_class WHERE relname IN ('r_p2026_01_01', 'r_p2026_01_03')")" "$(printf 'f\n24\n0')"
 
 # --- 2 (end). pg_cron's runs ------------------------------------------------------------------------------
 
