@@ -126,3 +126,19 @@ END
 $fn$;
 COMMENT ON PROCEDURE @extschema@.sno_drop_old_time_partitions(regclass, timestamptz) IS 'drop the partitions of a table partitioned by RANGE on a sno column whose rows are all older than older_than (Citus''s drop_old_time_partitions for sno keys)';
 
+-- The DETAIL of a call that gave up named a session seen idle -------------------------------------
+-- sno_time_partition_lock_holders counted a session that pg_stat_activity showed idle (no
+-- transaction) and pg_locks, read a moment later, holding a lock: a transaction begun since,
+-- such as a busy insert's, not one that held up the call (tests/client/time_partitions.sh
+-- failed on it now and then).
+CREATE OR REPLACE FUNCTION @extschema@.sno_time_partition_lock_holders(relations regclass[], modes text[] DEFAULT NULL) RETURNS int[]
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+    SELECT array_agg(DISTINCT l.pid ORDER BY l.pid)
+    FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+    WHERE l.granted AND l.pid <> pg_backend_pid() AND l.locktype = 'relation'
+      AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+      AND l.relation = ANY (relations::oid[]) AND (modes IS NULL OR l.mode = ANY (modes))
+      AND coalesce(a.xact_start < statement_timestamp(), a.state IS NULL)
+$fn$;

@@ -214,8 +214,11 @@ RETURN CASE WHEN pg_catalog.current_setting('lock_timeout')::pg_catalog.interval
 
 -- sno_time_partition_lock_holders(relations, modes): the sessions holding a lock on any of them
 -- (in one of the modes, NULL: any) whose transactions began before this statement (or whose
--- start this role may not see): not the inserts that came and went behind its waits. For the
--- DETAIL of a call that gave up.
+-- start this role may not see: no state shown): not the inserts that came and went behind its
+-- waits. pg_stat_activity and pg_locks are read one after the other, so a session seen idle
+-- (no transaction) in the first and holding a lock in the second began that transaction since:
+-- not one (0.8.1; 0.8.0 counted it, and named a busy inserting session now and then).
+-- For the DETAIL of a call that gave up.
 CREATE FUNCTION sno_time_partition_lock_holders(relations regclass[], modes text[] DEFAULT NULL) RETURNS int[]
 LANGUAGE sql STABLE
 SET search_path = pg_catalog, pg_temp
@@ -225,7 +228,7 @@ AS $fn$
     WHERE l.granted AND l.pid <> pg_backend_pid() AND l.locktype = 'relation'
       AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
       AND l.relation = ANY (relations::oid[]) AND (modes IS NULL OR l.mode = ANY (modes))
-      AND coalesce(a.xact_start < statement_timestamp(), true)
+      AND coalesce(a.xact_start < statement_timestamp(), a.state IS NULL)
 $fn$;
 
 -- sno_create_time_partitions ---------------------------------------------------------------------
