@@ -1,17 +1,21 @@
 -- Time-partitioned tables keyed by sno (since 0.7.0): the casts between sno and timestamptz
 -- (which Citus's create_time_partitions / drop_old_time_partitions / time_partitions need),
--- the view sno_time_partitions, and for plain PostgreSQL sno_create_time_partitions and the
--- procedure sno_drop_old_time_partitions, run on a schedule (pg_cron). Manual:
--- doc/time-partitions.md. Tests: pgrx-tests/sql/sno_time_partitions.sql (golden),
--- tests/client/time_partitions.sh (two sessions, locks, pg_cron), tests/client/citus_states.sh.
+-- the views sno_time_partitions and sno_time_partitioned_tables (which wait for no lock: they
+-- read each partition's bound from the catalog without opening it, since 0.8.1), and for plain
+-- PostgreSQL sno_create_time_partitions and the procedure sno_drop_old_time_partitions, run on
+-- a schedule (pg_cron). Manual: doc/time-partitions.md. Tests:
+-- pgrx-tests/sql/sno_time_partitions.sql (golden), tests/client/time_partitions.sh (two
+-- sessions, locks, a pending detach, pg_cron), tests/client/citus_states.sh.
 --
--- pgrx generates nothing of this file. Why PL/pgSQL and not Rust: what these functions decide
--- is calendar arithmetic in the session's time zone (timestamptz + interval, date_trunc), which
--- is PostgreSQL's own, and DDL with locks, lock_timeout and retries in subtransactions, which
--- PL/pgSQL says plainly; the sno values they need (sno_min, sno_time, sno_lower_bound) are the
--- type's C functions. Every function pins search_path to pg_catalog and pg_temp and names sno's
--- objects through @extschema@ (operators as OPERATOR(@extschema@.<)), so that no object another
--- role creates changes what they do.
+-- pgrx generates nothing of this file. One function is C, declared here by hand:
+-- sno_time_partition_bound (src/pg/time_partitions.rs), which reads a bound from the catalog's
+-- node tree; SQL has only pg_get_expr for it, which opens the partition. Why PL/pgSQL and not
+-- Rust for the rest: what these functions decide is calendar arithmetic in the session's time
+-- zone (timestamptz + interval, date_trunc), which is PostgreSQL's own, and DDL with locks,
+-- lock_timeout and retries in subtransactions, which PL/pgSQL says plainly; the sno values they
+-- need (sno_min, sno_time, sno_lower_bound) are the type's C functions. Every function pins
+-- search_path to pg_catalog and pg_temp and names sno's objects through @extschema@ (operators
+-- as OPERATOR(@extschema@.<)), so that no object another role creates changes what they do.
 
 -- Casts -----------------------------------------------------------------------------------------
 -- Explicit only: `id::timestamptz` is sno_time(id) (the start of the ID's 4 ms unit) and
@@ -23,23 +27,37 @@ CREATE CAST (sno AS timestamptz) WITH FUNCTION sno_time(sno);
 CREATE CAST (timestamptz AS sno) WITH FUNCTION sno_min(timestamptz);
 
 -- The partitions of one table ---------------------------------------------------------------------
--- sno_time_partition_bounds(table): its partitions with their bounds, read from
--- pg_get_expr(relpartbound) (a sno constant prints as its 16 characters in quotes, MINVALUE and
--- MAXVALUE as such: NULL here), through pg_inherits' index on the parent: the cost is that of
--- this table's partitions, whatever other tables have.
+-- sno_time_partition_bound(bound): a partition's bounds read from its pg_class.relpartbound
+-- (from_value and to_value, NULL: MINVALUE and MAXVALUE; is_default), in C
+-- (src/pg/time_partitions.rs): the catalog's node tree parsed, no relation opened. Since 0.8.1;
+-- before, pg_get_expr(relpartbound, partition) printed each bound, and it opens the partition
+-- (ACCESS SHARE), so the views below waited for any session holding ACCESS EXCLUSIVE on any
+-- partition of any such table: another role's, locked in an open transaction, or another
+-- session's temporary one.
+CREATE FUNCTION sno_time_partition_bound(bound pg_node_tree,
+    OUT from_value sno, OUT to_value sno, OUT is_default boolean)
+    AS 'MODULE_PATHNAME', 'sno_time_partition_bound' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION sno_time_partition_bound(pg_node_tree) IS 'the bounds of a partition of a table partitioned by RANGE on a sno column, from its pg_class.relpartbound (NULL: MINVALUE or MAXVALUE), read without opening it';
+
+-- sno_time_partition_bounds(table): its partitions with their bounds, through pg_inherits' index
+-- on the parent: the cost is that of this table's partitions, whatever other tables have. It
+-- reads catalog rows only and locks no table. A table not partitioned by RANGE on one sno
+-- column has none: that check does not depend on the rows, so it runs first, once (a one-time
+-- filter), and no other table's bound is ever read (sno_time_partition_bound would refuse it).
 CREATE FUNCTION sno_time_partition_bounds(table_name regclass)
 RETURNS TABLE (partition regclass, from_value sno, to_value sno, is_default boolean, detach_pending boolean)
 LANGUAGE sql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $fn$
-    SELECT c.oid::regclass, b.m[1]::@extschema@.sno, b.m[2]::@extschema@.sno, b.e = 'DEFAULT', i.inhdetachpending
+    SELECT c.oid::regclass, b.from_value, b.to_value, b.is_default, i.inhdetachpending
     FROM pg_inherits i
     JOIN pg_class c ON c.oid = i.inhrelid
-    CROSS JOIN LATERAL (SELECT pg_get_expr(c.relpartbound, c.oid) AS e) x
-    CROSS JOIN LATERAL (
-        SELECT x.e, regexp_match(x.e, '^FOR VALUES FROM \((?:MINVALUE|''([^'']*)'')\) TO \((?:MAXVALUE|''([^'']*)'')\)$') AS m
-    ) b
+    CROSS JOIN LATERAL @extschema@.sno_time_partition_bound(c.relpartbound) b
     WHERE i.inhparent = table_name AND c.relpartbound IS NOT NULL
+      AND EXISTS (SELECT FROM pg_partitioned_table p
+                  JOIN pg_attribute a ON a.attrelid = p.partrelid AND a.attnum = p.partattrs[0]
+                  WHERE p.partrelid = table_name AND p.partstrat = 'r' AND p.partnatts = 1
+                    AND a.atttypid = '@extschema@.sno'::regtype)
 $fn$;
 COMMENT ON FUNCTION sno_time_partition_bounds(regclass) IS 'the partitions of a table partitioned by RANGE on a sno column, with their bounds (NULL: MINVALUE or MAXVALUE)';
 
@@ -196,8 +214,11 @@ RETURN CASE WHEN pg_catalog.current_setting('lock_timeout')::pg_catalog.interval
 
 -- sno_time_partition_lock_holders(relations, modes): the sessions holding a lock on any of them
 -- (in one of the modes, NULL: any) whose transactions began before this statement (or whose
--- start this role may not see): not the inserts that came and went behind its waits. For the
--- DETAIL of a call that gave up.
+-- start this role may not see: no state shown): not the inserts that came and went behind its
+-- waits. pg_stat_activity and pg_locks are read one after the other, so a session seen idle
+-- (no transaction) in the first and holding a lock in the second began that transaction since:
+-- not one (0.8.1; 0.8.0 counted it, and named a busy inserting session now and then).
+-- For the DETAIL of a call that gave up.
 CREATE FUNCTION sno_time_partition_lock_holders(relations regclass[], modes text[] DEFAULT NULL) RETURNS int[]
 LANGUAGE sql STABLE
 SET search_path = pg_catalog, pg_temp
@@ -207,7 +228,7 @@ AS $fn$
     WHERE l.granted AND l.pid <> pg_backend_pid() AND l.locktype = 'relation'
       AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
       AND l.relation = ANY (relations::oid[]) AND (modes IS NULL OR l.mode = ANY (modes))
-      AND coalesce(a.xact_start < statement_timestamp(), true)
+      AND coalesce(a.xact_start < statement_timestamp(), a.state IS NULL)
 $fn$;
 
 -- sno_create_time_partitions ---------------------------------------------------------------------
@@ -524,6 +545,17 @@ COMMENT ON FUNCTION sno_create_time_partitions(regclass, interval, timestamptz, 
 -- the table (ONLY: not its partitions), then each old partition, each within lock_timeout,
 -- detaches them (which checks that no row of another table refers to theirs) and drops them; a
 -- lock not had undoes the attempt, releases everything, waits and tries again (5 tries).
+--
+-- An old partition whose DETACH ... CONCURRENTLY did not finish (pg_inherits.inhdetachpending:
+-- cancelled, or its session ended) is skipped, with a WARNING whose HINT finishes that detach
+-- (ALTER TABLE ... DETACH PARTITION ... FINALIZE); the others are dropped (since 0.8.1; before,
+-- plain DETACH failed on it with 55000 and every run dropped nothing). Not finished here:
+-- FINALIZE is allowed in a transaction, but it waits for every transaction of the database
+-- older than its snapshot, and inserts into the table queue behind this procedure's ACCESS
+-- EXCLUSIVE lock with snapshots of their own: each run would wait for transactions waiting for
+-- it, until lock_timeout (or a deadlock), and fail. Not dropped either: someone chose to detach
+-- that partition, so what becomes of its rows (kept as a table of its own, archived, dropped)
+-- is theirs to decide, and the detached table is no partition that a later run would drop.
 CREATE PROCEDURE sno_drop_old_time_partitions(table_name regclass, older_than timestamptz)
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -533,6 +565,10 @@ DECLARE
     parent record;
     r record;
     olds regclass[];
+    -- old partitions left pending detach, and their bounds (for the WARNINGs)
+    pending regclass[];
+    pending_from text[];
+    pending_to text[];
     attempt int := 0;
     saved_timeout text := current_setting('lock_timeout');
 BEGIN
@@ -545,11 +581,21 @@ BEGIN
         BEGIN
             EXECUTE format('LOCK TABLE ONLY %I.%I IN ACCESS EXCLUSIVE MODE', parent.schema_name, parent.relname);
             olds := '{}';
-            FOR r IN SELECT b.partition, b.from_value, b.to_value FROM @extschema@.sno_time_partition_bounds(table_name) b
+            pending := '{}';
+            pending_from := '{}';
+            pending_to := '{}';
+            FOR r IN SELECT b.partition, b.from_value, b.to_value, b.detach_pending
+                     FROM @extschema@.sno_time_partition_bounds(table_name) b
                      WHERE NOT b.is_default AND b.to_value IS NOT NULL
                        AND b.to_value OPERATOR(@extschema@.<=) @extschema@.sno_lower_bound(older_than)
                      ORDER BY b.to_value
             LOOP
+                IF r.detach_pending THEN
+                    pending := pending || r.partition;
+                    pending_from := pending_from || coalesce(@extschema@.sno_time(r.from_value)::text, 'MINVALUE');
+                    pending_to := pending_to || @extschema@.sno_time(r.to_value)::text;
+                    CONTINUE;
+                END IF;
                 EXECUTE format('LOCK TABLE %s IN ACCESS EXCLUSIVE MODE', r.partition);
                 olds := olds || r.partition;
                 RAISE NOTICE '%: dropping % (from % to %)', fn, r.partition,
@@ -576,6 +622,12 @@ BEGIN
         END;
     END LOOP;
     PERFORM set_config('lock_timeout', saved_timeout, true);
+    FOR k IN 1 .. cardinality(pending) LOOP
+        RAISE WARNING '%: partition % (from % to %) is being detached: not dropped', fn, pending[k], pending_from[k], pending_to[k]
+            USING DETAIL = 'A DETACH PARTITION ... CONCURRENTLY of it did not finish: queries no longer read it, and this procedure drops no partition someone is detaching. Once detached it is a table of its own, which it leaves alone.',
+                  HINT = format('Finish its detach: ALTER TABLE %I.%I DETACH PARTITION %s FINALIZE;',
+                                parent.schema_name, parent.relname, pending[k]);
+    END LOOP;
 END
 $fn$;
 COMMENT ON PROCEDURE sno_drop_old_time_partitions(regclass, timestamptz) IS 'drop the partitions of a table partitioned by RANGE on a sno column whose rows are all older than older_than (Citus''s drop_old_time_partitions for sno keys)';

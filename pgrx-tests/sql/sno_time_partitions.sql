@@ -3,7 +3,9 @@
 -- back, i.e. sno 0.6.0; after: 0.7.0), then sno_create_time_partitions,
 -- sno_drop_old_time_partitions and the views, with fixed times, in two time zones. Rows are
 -- made by sno_generate_at for fixed times and by sno_generate; every row's partition is checked
--- against sno_time(id) and answers against an unpartitioned copy.
+-- against sno_time(id) and answers against an unpartitioned copy. The bounds read from the
+-- catalog (sno_time_partition_bound, 0.8.1) are those pg_get_expr prints (0.8.0's way); the
+-- views under another session's locks and a pending detach: tests/client/time_partitions.sh.
 CREATE EXTENSION IF NOT EXISTS sno;
 SET timezone = 'UTC';
 
@@ -202,6 +204,22 @@ SELECT c, pg_temp.err(c) FROM unnest(ARRAY[
     $$SELECT sno_create_time_partitions('bytwo', '1 year', '2081-01-01+00', '2078-01-01+00')$$,
     $$CALL sno_drop_old_time_partitions('plain', '2026-03-09+00')$$,
     $$CALL sno_drop_old_time_partitions('mo', NULL)$$]) c;
+-- sno_time_partition_bound reads the bound of a RANGE partition on one sno column only: any
+-- other node tree is an error; sno_time_partition_bounds (and so the views) lists no partition
+-- of a table partitioned otherwise, without reading their bounds.
+CREATE TABLE bylist (id sno) PARTITION BY LIST (id);
+CREATE TABLE bylist_1 PARTITION OF bylist FOR VALUES IN ('brpk4q72xwf2m63l');
+CREATE TABLE byhash_1 PARTITION OF byhash FOR VALUES WITH (MODULUS 2, REMAINDER 0);
+CREATE TABLE bytime_1 PARTITION OF bytime FOR VALUES FROM ('2026-03-01+00') TO ('2026-03-02+00');
+CREATE TABLE bytwo_1 PARTITION OF bytwo FOR VALUES FROM (MINVALUE, MINVALUE) TO ('brpk4q72xwf2m63l', '2026-03-02+00');
+SELECT t, pg_temp.err(format('SELECT sno_time_partition_bound(relpartbound) FROM pg_class WHERE oid = %L::regclass', t)) AS bound,
+       (SELECT count(*) FROM sno_time_partition_bounds(t::regclass)) AS bounds,
+       (SELECT count(*) FROM sno_time_partitions WHERE partition = t::regclass) AS listed
+FROM unnest(ARRAY['bylist_1', 'byhash_1', 'bytime_1', 'bytwo_1']) t;
+SELECT pg_temp.err($$SELECT sno_time_partition_bound(d.adbin) FROM pg_attrdef d JOIN pg_attribute a ON a.attrelid = d.adrelid AND a.attnum = d.adnum
+                     WHERE d.adrelid = 'ev'::regclass AND a.attname = 'v'$$) AS default_expression;
+SELECT sno_time_partition_bound(NULL) IS NULL AS strict;
+DROP TABLE bylist, byhash_1, bytime_1, bytwo_1;
 -- Misaligned partitions: made in another time zone (Berlin's midnight, across its change to
 -- summer time), a MINVALUE and a MAXVALUE partition, each HINT followed; an interval of mixed
 -- signs; a type with the name of a partition to come.
@@ -221,6 +239,23 @@ CREATE TABLE mv_new PARTITION OF mv FOR VALUES FROM (sno_min('2026-03-07 12:00+0
 SELECT pg_temp.err($$SELECT sno_create_time_partitions('mv', '1 day', '2026-03-10+00', '2026-03-03+00')$$);
 SELECT sno_create_time_partitions('mv', '1 day', end_at => '2026-03-07 00:00:00+00', start_from => '2026-03-03+00') AS created_before_maxvalue;
 SELECT partition, from_time, to_time FROM sno_time_partitions WHERE parent_table = 'mv'::regclass ORDER BY from_value NULLS FIRST;
+-- The bounds sno_time_partition_bound reads from the catalog are those pg_get_expr prints
+-- (how 0.7.0 and 0.8.0 read them), for every partition of every table partitioned by RANGE on
+-- one sno column here: values, MINVALUE (mv_old), MAXVALUE (mv_new), DEFAULT (ev_default).
+SELECT count(*) AS partitions,
+       count(*) FILTER (WHERE b.is_default) AS defaults,
+       count(*) FILTER (WHERE b.from_value IS NULL AND NOT b.is_default) AS from_minvalue,
+       count(*) FILTER (WHERE b.to_value IS NULL AND NOT b.is_default) AS to_maxvalue,
+       count(*) FILTER (WHERE (b.from_value, b.to_value, b.is_default)
+                              IS DISTINCT FROM (m[1]::sno, m[2]::sno, e = 'DEFAULT')) AS differing
+FROM pg_partitioned_table p
+JOIN pg_attribute a ON a.attrelid = p.partrelid AND a.attnum = p.partattrs[0]
+JOIN pg_inherits i ON i.inhparent = p.partrelid
+JOIN pg_class c ON c.oid = i.inhrelid
+CROSS JOIN LATERAL pg_get_expr(c.relpartbound, c.oid) e
+CROSS JOIN LATERAL regexp_match(e, '^FOR VALUES FROM \((?:MINVALUE|''([^'']*)'')\) TO \((?:MAXVALUE|''([^'']*)'')\)$') m
+CROSS JOIN LATERAL sno_time_partition_bound(c.relpartbound) b
+WHERE p.partstrat = 'r' AND p.partnatts = 1 AND a.atttypid = 'sno'::regtype;
 CREATE TABLE ms (id sno PRIMARY KEY) PARTITION BY RANGE (id);
 SELECT pg_temp.err($$SELECT sno_create_time_partitions('ms', '1 mon -29 days', '2026-03-05+00', '2026-01-20+00')$$);
 CREATE DOMAIN ms_p2026_03_02 AS int;

@@ -185,6 +185,15 @@ pub enum Problem<'a> {
     /// `sno.sequence_min` / `sno.sequence_max` do not make a usable slice (at server start).
     BadSlice { min: i32, max: i32, why: SliceError },
 
+    // --- Time partitions (sql/sno_time_partitions.sql) ----------------------------------
+    /// `sno_time_partition_bound`: a node tree that is not a partition bound (its text).
+    NotAPartitionBound(&'a [u8]),
+    /// `sno_time_partition_bound`: a partition bound that is not a RANGE bound of one column
+    /// (`strategy`: PostgreSQL's letter, `columns`: the range bound's).
+    NotARangeBound { strategy: u8, columns: usize },
+    /// `sno_time_partition_bound`: a range bound of another type than sno (its name).
+    BoundNotSno(&'a str),
+
     // --- The generator: the clock ---------------------------------------------------------
     /// The system clock is outside the range of the format.
     ClockOutOfRange,
@@ -392,6 +401,28 @@ impl Problem<'_> {
                     "{set} delete any sno.sequence_min or sno.sequence_max line ALTER SYSTEM left in postgresql.auto.conf (it overrides postgresql.conf), and start the server."
                 ))
             }
+            Problem::NotAPartitionBound(tree) => Report::new(
+                Code::ERRCODE_INVALID_PARAMETER_VALUE,
+                format!("sno_time_partition_bound: node tree {} is not a partition bound", quoted_cut(tree)),
+            )
+            .detail("It reads the bound of a partition, the column relpartbound of the partition's row in pg_class."),
+            Problem::NotARangeBound { strategy, columns } => Report::new(
+                Code::ERRCODE_WRONG_OBJECT_TYPE,
+                format!(
+                    "sno_time_partition_bound: {}, not a RANGE bound of one column",
+                    match strategy {
+                        b'r' => format!("a RANGE partition bound of {columns} columns"),
+                        b'l' => "a LIST partition bound".to_string(),
+                        b'h' => "a HASH partition bound".to_string(),
+                        s => format!("a partition bound of strategy \"{}\"", s.escape_ascii()),
+                    }
+                ),
+            ),
+            Problem::BoundNotSno(type_name) => Report::new(
+                Code::ERRCODE_DATATYPE_MISMATCH,
+                format!("sno_time_partition_bound: a partition bound of type {type_name}, not sno"),
+            )
+            .detail("It reads the bounds of tables partitioned by RANGE on one sno column."),
             Problem::SyncNotConfirmed { lsn } => Report::new(
                 Code::ERRCODE_QUERY_CANCELED,
                 "canceling sno_generate: no synchronous standby confirmed the generator's bound",

@@ -11,6 +11,8 @@
 //!   [`generator`] (`sno_generate`, the durable state, `sno_generator_initialize`, monitoring),
 //!   [`wal`] (the lineage WAL record), [`worker`] (the background worker that judges the
 //!   lineage after a promotion);
+//! - time-partitioned tables: [`time_partitions`] (a partition's bounds read from the catalog
+//!   without opening it, for the views of `sql/sno_time_partitions.sql`);
 //! - the SQL: every `CREATE` statement is in `sql/` (the type by hand, the functions pgrx
 //!   generates listed in each file's header).
 
@@ -27,6 +29,7 @@ pub mod planner;
 pub mod report;
 pub mod shmem;
 pub mod text_ops;
+pub mod time_partitions;
 pub mod wal;
 pub mod worker;
 

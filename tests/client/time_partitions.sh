@@ -18,6 +18,16 @@
 #     with a session holding a lock on the default partition (which holds rows of another day):
 #     it fails, nothing made, then works, the default partition's rows left in it.
 #  5. Every row's partition holds its time; no ID twice (primary key) over all the rows.
+#  6. The views wait for no lock: while another role holds ACCESS EXCLUSIVE on its own
+#     sno-partitioned table in an open transaction, and another session holds its TEMP one so,
+#     sno_time_partitions, sno_time_partitioned_tables and the exporter's query
+#     (doc/monitoring/queries.yaml) answer under lock_timeout = 2s, as a third role, with the
+#     rows of both tables (the temporary one in sno_time_partitions only).
+#  7. A partition left pending detach (a DETACH PARTITION ... CONCURRENTLY cancelled by
+#     statement_timeout while another session reads the table): sno_drop_old_time_partitions
+#     drops the other old partitions and skips it with a WARNING; its HINT, run as printed,
+#     finishes the detach; the next run drops nothing more, and the detached table keeps its
+#     rows.
 #
 # Usage: SNO_PG_MAJOR=15 time_partitions.sh SOCKET_DIR PORT BINDIR (own server on PORT+730).
 # Any other SNO_PG_MAJOR: skipped (pg_cron is Debian's package for PostgreSQL 15).
@@ -205,6 +215,124 @@ for db in conc "$DB"; do
                      || ' ' || (count(*) - count(DISTINCT x.id))
                      FROM $t x JOIN sno_time_partitions p ON p.partition = x.tableoid WHERE NOT p.is_default")" "0 0"
 done
+
+# --- 6. the views wait for no lock ------------------------------------------------------------------------
+
+# bg_wait_sleeping DB QUERY: the pid of the session of DB running QUERY (a pg_sleep), once it
+# runs (waits up to 10 s; empty if it never does).
+bg_wait_sleeping() {
+    local pid=""
+    for _ in $(seq 100); do
+        pid="$(q "$1" "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND query = '$2' AND state = 'active'")"
+        [[ -n "$pid" ]] && break
+        sleep 0.1
+    done
+    echo "$pid"
+}
+# as_role ROLE DB SQL...: psql as ROLE (a login role) on database DB of t.
+as_role() {
+    local role="$1" db="$2" a=() s
+    shift 2
+    for s in "$@"; do a+=(-c "$s"); done
+    "$CL_BINDIR/psql" -X -q -At -v ON_ERROR_STOP=1 -h "$CL_WORK" -p "$(node_port t)" -U "$role" -d "$db" "${a[@]}"
+}
+
+echo "--- $((SECONDS - T0)) s: another role's table and another session's temporary table locked: the views answer"
+q postgres "CREATE DATABASE watch" >/dev/null
+q watch "CREATE EXTENSION sno" "CREATE ROLE tp_owner LOGIN" "CREATE ROLE tp_watch LOGIN" \
+    "GRANT CREATE ON SCHEMA public TO tp_owner" >/dev/null
+as_role tp_owner watch "SET client_min_messages = warning" \
+    "CREATE TABLE theirs (id sno PRIMARY KEY DEFAULT sno_generate(6)) PARTITION BY RANGE (id)" \
+    "SELECT sno_create_time_partitions('theirs', '1 day', now() + interval '3 days', now() - interval '1 day')" >/dev/null
+# The owner's transaction holds ACCESS EXCLUSIVE on its table and (LOCK TABLE recurses) on every
+# partition; another session creates a temporary sno-partitioned table and holds it locked.
+as_role tp_owner watch "BEGIN" "LOCK TABLE theirs IN ACCESS EXCLUSIVE MODE" "SELECT pg_sleep(60)" >/dev/null 2>&1 &
+LOCKER=$!
+as_role tp_watch watch "CREATE TEMP TABLE mytemp (id sno) PARTITION BY RANGE (id)" \
+    "CREATE TEMP TABLE mytemp_a PARTITION OF mytemp FOR VALUES FROM (MINVALUE) TO (sno_min('2026-01-01+00'))" \
+    "CREATE TEMP TABLE mytemp_b PARTITION OF mytemp FOR VALUES FROM (sno_min('2026-01-01+00')) TO (sno_min('2026-01-02+00'))" \
+    "BEGIN" "LOCK TABLE mytemp IN ACCESS EXCLUSIVE MODE" "SELECT pg_sleep(61)" >/dev/null 2>&1 &
+TEMPER=$!
+lp="$(bg_wait_sleeping watch "SELECT pg_sleep(60)")"
+tp="$(bg_wait_sleeping watch "SELECT pg_sleep(61)")"
+[[ -n "$lp" && -n "$tp" ]] || die "the sessions holding the locks did not start"
+check "the owner's session holds ACCESS EXCLUSIVE on theirs and its 5 partitions, the other its temporary table and 2 partitions" \
+    "$(q watch "SELECT count(*) FILTER (WHERE pid = $lp) || ' ' || count(*) FILTER (WHERE pid = $tp) FROM pg_locks
+                WHERE locktype = 'relation' AND mode = 'AccessExclusiveLock' AND granted AND relation IN (SELECT oid FROM pg_class
+                      WHERE relkind IN ('p', 'r') AND (relname = 'theirs' OR relname LIKE 'theirs\_p%' OR relname LIKE 'mytemp%'))")" "6 3"
+# A third role reads them, lock_timeout 2 s: a wait is an error, not a hang.
+out="$(as_role tp_watch watch "SET lock_timeout = '2s'" \
+    "SELECT regexp_replace(parent_table::text, '^pg_temp_[0-9]+[.]', 'pg_temp.') || ' ' || count(*)
+            || ' ' || count(*) FILTER (WHERE from_value IS NULL) || ' ' || count(*) FILTER (WHERE to_value IS NULL)
+            || ' ' || bool_and(from_value IS NULL OR to_time - from_time = interval '1 day')
+     FROM sno_time_partitions WHERE parent_table::text = 'theirs' OR parent_table::text LIKE 'pg\_temp\_%.mytemp'
+     GROUP BY parent_table ORDER BY 1" 2>&1 || true)"
+check "sno_time_partitions: the temporary table's 2 partitions (one from MINVALUE), theirs' 5 daily ones" \
+    "$out" "$(printf 'pg_temp.mytemp 2 1 0 true\ntheirs 5 0 0 true')"
+check "sno_time_partitions: theirs' bounds are sno_min of each day's start, one after the other" \
+    "$(as_role tp_watch watch "SET lock_timeout = '2s'" \
+        "SELECT bool_and(from_value = sno_min(from_time) AND to_value = sno_min(to_time))
+                || ' ' || (SELECT count(*) FROM sno_time_partitions a JOIN sno_time_partitions b ON b.parent_table = a.parent_table AND b.from_value = a.to_value
+                           WHERE a.parent_table = 'theirs'::regclass)
+         FROM sno_time_partitions WHERE parent_table = 'theirs'::regclass" 2>&1)" "true 4"
+check "sno_time_partitioned_tables: theirs (5 partitions, no default, covered to its last partition's end), not the temporary table" \
+    "$(as_role tp_watch watch "SET lock_timeout = '2s'" \
+        "SELECT string_agg(parent_table::text || ' ' || partitions || ' ' || has_default || ' '
+                           || (covered_until = (SELECT max(to_time) FROM sno_time_partitions WHERE parent_table = 'theirs'::regclass)), ',')
+         FROM sno_time_partitioned_tables" 2>&1)" "theirs 5 false true"
+EXPORTER_QUERY="$(/usr/bin/python3 -c 'import sys, yaml; print(yaml.safe_load(open(sys.argv[1]))["sno_time_partitions"]["query"])' \
+    "$ROOT/doc/monitoring/queries.yaml")" || die "no query sno_time_partitions in doc/monitoring/queries.yaml"
+check "the exporter's query (doc/monitoring/queries.yaml): theirs, 5 partitions, no default, more than 2 days ahead, 1-day periods" \
+    "$(as_role tp_watch watch "SET lock_timeout = '2s'" \
+        "SELECT string_agg(\"table\" || ' ' || partitions || ' ' || has_default || ' ' || (ahead_seconds > 2 * 86400) || ' ' || period_seconds, ',')
+         FROM ($EXPORTER_QUERY) x" 2>&1)" "theirs 5 0 true 86400"
+check "the locks are still held: both sessions sleep" \
+    "$(q watch "SELECT count(*) FROM pg_stat_activity WHERE pid IN ($lp, $tp) AND state = 'active'")" 2
+q watch "SELECT pg_cancel_backend($lp), pg_cancel_backend($tp)" >/dev/null
+wait "$LOCKER" "$TEMPER" 2>/dev/null || true
+
+# --- 7. a partition left pending detach ----------------------------------------------------------------
+
+echo "--- $((SECONDS - T0)) s: a partition left pending detach: sno_drop_old_time_partitions skips it, drops the others"
+q postgres "CREATE DATABASE pend" >/dev/null
+q pend "SET client_min_messages = warning" "CREATE EXTENSION sno" \
+    "CREATE TABLE r (id sno PRIMARY KEY DEFAULT sno_generate(7), v int) PARTITION BY RANGE (id)" \
+    "SELECT sno_create_time_partitions('r', '1 day', '2026-01-06+00', '2026-01-01+00')" \
+    "INSERT INTO r (id, v) SELECT sno_generate_at(7, timestamptz '2026-01-01 00:30+00' + g * interval '1 hour'), g FROM generate_series(0, 119) g" \
+    >/dev/null
+# A session reads the table and stays in its transaction: the second step of DETACH ... CONCURRENTLY
+# waits for it, and statement_timeout cancels it there, the partition left pending detach.
+node_psql_db t pend -c "BEGIN" -c "SELECT count(*) FROM r" -c "SELECT pg_sleep(62)" >/dev/null 2>&1 &
+READER=$!
+r="$(bg_wait_sleeping pend "SELECT pg_sleep(62)")"
+[[ -n "$r" ]] || die "the reader did not start"
+out="$(q pend "SET statement_timeout = '5s'" "ALTER TABLE r DETACH PARTITION r_p2026_01_02 CONCURRENTLY" 2>&1 || true)"
+check "the DETACH ... CONCURRENTLY is cancelled while it waits" "$(msg_field ERROR "$out")" "canceling statement due to statement timeout"
+q pend "SELECT pg_cancel_backend($r)" >/dev/null
+wait "$READER" 2>/dev/null || true
+check "r_p2026_01_02 is left pending detach" \
+    "$(q pend "SELECT string_agg(partition::text, ',') FROM sno_time_partitions WHERE parent_table = 'r'::regclass AND detach_pending")" \
+    r_p2026_01_02
+# Retention up to 2026-01-04: 01-01, 01-02 (pending) and 01-03 are old.
+out="$(q pend "CALL sno_drop_old_time_partitions('r', '2026-01-04+00')" 2>&1)" || bad "the retention call failed: $out"
+check "retention: a WARNING for the pending partition" "$(msg_field WARNING "$out")" \
+    "sno_drop_old_time_partitions: partition public.r_p2026_01_02 (from 2026-01-02 00:00:00+00 to 2026-01-03 00:00:00+00) is being detached: not dropped"
+check "retention: the other old partitions dropped, the pending one and the newer ones kept" \
+    "$(q pend "SELECT string_agg(partition::text || CASE WHEN detach_pending THEN ' (pending)' ELSE '' END, ',' ORDER BY from_value)
+               FROM sno_time_partitions WHERE parent_table = 'r'::regclass")" \
+    "r_p2026_01_02 (pending),r_p2026_01_04,r_p2026_01_05"
+hint="$(msg_field HINT "$out")"
+stmt="$(grep -o 'ALTER TABLE [^;]*;' <<<"$hint" || true)"
+check "the HINT finishes the detach" "$hint" "Finish its detach: ALTER TABLE public.r DETACH PARTITION public.r_p2026_01_02 FINALIZE;"
+if [[ -z "$stmt" ]] || ! q pend "$stmt" >/dev/null; then bad "the HINT's statement as printed: '$stmt'"; fi
+out="$(q pend "CALL sno_drop_old_time_partitions('r', '2026-01-04+00')" 2>&1)" || bad "the second retention call failed: $out"
+check "retention again: nothing said, nothing left to drop" "$out" ""
+check "after the HINT: r_p2026_01_02 is no partition of r; r_p2026_01_04 and r_p2026_01_05 are, with their 48 rows" \
+    "$(q pend "SELECT string_agg(partition::text, ',' ORDER BY from_value) FROM sno_time_partitions WHERE parent_table = 'r'::regclass" \
+        "SELECT count(*) FROM r")" "$(printf 'r_p2026_01_04,r_p2026_01_05\n48')"
+check "the detached r_p2026_01_02 is a table of its own with its 24 rows; r_p2026_01_01 and r_p2026_01_03 are gone" \
+    "$(q pend "SELECT relispartition FROM pg_class WHERE oid = 'r_p2026_01_02'::regclass" "SELECT count(*) FROM r_p2026_01_02" \
+        "SELECT count(*) FROM pg_class WHERE relname IN ('r_p2026_01_01', 'r_p2026_01_03')")" "$(printf 'f\n24\n0')"
 
 # --- 2 (end). pg_cron's runs ------------------------------------------------------------------------------
 
