@@ -164,3 +164,62 @@ INSERT INTO sno_internal.lease_ledger (partition, stamp, leased_until)
 CREATE SEQUENCE sno_internal.lease_ids AS int8;
 COMMENT ON SEQUENCE sno_internal.lease_ids IS 'sno lease numbers, kept out of dumps';
 SELECT pg_catalog.setval('sno_internal.lease_ids', pg_catalog.max(lease)) FROM sno_internal.leases HAVING pg_catalog.count(*) OPERATOR(pg_catalog.>) 0;
+
+-- sno_lease_acquire and sno_lease_renew return SETOF sno_lease (one row): PostgreSQL evaluates
+-- a function returning a composite once per column in SELECT (f(...)).*, which granted a lease
+-- per column and showed a row of columns from different leases. The return type cannot change in
+-- place: each is dropped and created again (new C symbols; 0.8.0's stay in the library for a
+-- database not yet updated), with the privileges granted on it kept: the roles given EXECUTE
+-- (its grant options too) are given it again. A view or a BEGIN ATOMIC function that calls one
+-- of them stops the update (nothing of it ran): drop it, update, and create it again.
+DO $update$
+DECLARE
+    f record;
+    grantees oid[];
+    grantable bool[];
+BEGIN
+    FOR f IN SELECT * FROM (VALUES
+            (1, '@extschema@.sno_lease_acquire(pg_catalog.text, pg_catalog.interval, pg_catalog.int4)'),
+            (2, '@extschema@.sno_lease_renew(pg_catalog.int8, pg_catalog.uuid, pg_catalog.interval)')) v (n, sig)
+    LOOP
+        SELECT pg_catalog.array_agg(a.grantee), pg_catalog.array_agg(a.is_grantable)
+        INTO grantees, grantable
+        FROM pg_catalog.pg_proc p, pg_catalog.aclexplode(p.proacl) a
+        WHERE p.oid OPERATOR(pg_catalog.=) f.sig::pg_catalog.regprocedure
+          AND a.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE'
+          AND a.grantee OPERATOR(pg_catalog.<>) p.proowner
+          AND a.grantee OPERATOR(pg_catalog.<>) 0::pg_catalog.oid;
+        EXECUTE pg_catalog.format('DROP FUNCTION %s', f.sig);
+        IF f.n OPERATOR(pg_catalog.=) 1 THEN
+            CREATE FUNCTION @extschema@."sno_lease_acquire"(
+                "holder" TEXT,
+                "ttl" interval,
+                "sequences" INT DEFAULT 1024
+            ) RETURNS SETOF @extschema@.sno_lease
+            VOLATILE PARALLEL UNSAFE
+            SET search_path TO pg_catalog, pg_temp
+            LANGUAGE c
+            AS 'MODULE_PATHNAME', 'lease_acquire_wrapper';
+        ELSE
+            CREATE FUNCTION @extschema@."sno_lease_renew"(
+                "lease" bigint,
+                "token" uuid,
+                "ttl" interval
+            ) RETURNS SETOF @extschema@.sno_lease
+            VOLATILE PARALLEL UNSAFE
+            SET search_path TO pg_catalog, pg_temp
+            LANGUAGE c
+            AS 'MODULE_PATHNAME', 'lease_renew_wrapper';
+        END IF;
+        EXECUTE pg_catalog.format('ALTER FUNCTION %s ROWS 1', f.sig);
+        EXECUTE pg_catalog.format('REVOKE ALL ON FUNCTION %s FROM PUBLIC', f.sig);
+        FOR i IN 1 .. COALESCE(pg_catalog.cardinality(grantees), 0) LOOP
+            EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO %I%s', f.sig,
+                (SELECT r.rolname FROM pg_catalog.pg_roles r WHERE r.oid OPERATOR(pg_catalog.=) grantees[i]),
+                CASE WHEN grantable[i] THEN ' WITH GRANT OPTION' ELSE '' END);
+        END LOOP;
+    END LOOP;
+END
+$update$;
+COMMENT ON FUNCTION @extschema@.sno_lease_acquire(pg_catalog.text, pg_catalog.interval, pg_catalog.int4) IS 'a new sno partition lease: a reserved partition''s sequence slice and a window of time, for a generator outside the database';
+COMMENT ON FUNCTION @extschema@.sno_lease_renew(pg_catalog.int8, pg_catalog.uuid, pg_catalog.interval) IS 'the same sno partition lease with a later end';

@@ -28,6 +28,9 @@ REVOKE ALL ON FUNCTION @extschema@.sno_lease_renew(pg_catalog.int8, pg_catalog.u
 REVOKE ALL ON FUNCTION @extschema@.sno_lease_release(pg_catalog.int8, pg_catalog.uuid) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.sno_lease_take_over() FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.sno_lease_partition_noted(pg_catalog.int4) FROM PUBLIC;
+-- One row each (set-returning, so that SELECT (f(...)).* calls them once: since 0.8.1).
+ALTER FUNCTION @extschema@.sno_lease_acquire(pg_catalog.text, pg_catalog.interval, pg_catalog.int4) ROWS 1;
+ALTER FUNCTION @extschema@.sno_lease_renew(pg_catalog.int8, pg_catalog.uuid, pg_catalog.interval) ROWS 1;
 COMMENT ON FUNCTION @extschema@.sno_lease_acquire(pg_catalog.text, pg_catalog.interval, pg_catalog.int4) IS 'a new sno partition lease: a reserved partition''s sequence slice and a window of time, for a generator outside the database';
 COMMENT ON FUNCTION @extschema@.sno_lease_renew(pg_catalog.int8, pg_catalog.uuid, pg_catalog.interval) IS 'the same sno partition lease with a later end';
 COMMENT ON FUNCTION @extschema@.sno_lease_release(pg_catalog.int8, pg_catalog.uuid) IS 'the holder of this sno partition lease stopped (its slice is granted again only after its end)';

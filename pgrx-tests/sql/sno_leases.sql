@@ -48,6 +48,11 @@ SELECT s.lease, s.partition = g.partition AS same_partition, s.sequence_min, s.s
 FROM sno_lease_acquire(holder => 'golden-2', ttl => '1 min', sequences => 8) s, got g;
 SELECT s.lease, s.partition <> g.partition AS other_partition, s.sequence_min, s.sequence_max
 FROM sno_lease_acquire(holder => 'golden-3', ttl => '1 min', sequences => 65536) s, got g;
+-- (f(...)).*: one lease, not one per column (set-returning since 0.8.1).
+CREATE TEMP TABLE before_star AS SELECT count(*) AS n FROM sno_leases;
+SELECT l.lease, l.holder, l.sequence_max - l.sequence_min + 1 AS sequences
+FROM (SELECT (sno_lease_acquire(holder => 'star', ttl => '1 min', sequences => 8)).*) l;
+SELECT count(*) - (SELECT n FROM before_star) AS new_leases FROM sno_leases;
 -- Renewal: the same lease, partition, slice and start; a later end.
 SELECT r.lease = g.lease AND r.token = g.token AND r.partition = g.partition AND r.sequence_min = g.sequence_min
        AND r.not_before = g.not_before AS same, r.expires_at > g.expires_at AS later

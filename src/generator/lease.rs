@@ -205,32 +205,34 @@ pub fn check_sequences(sequences: i64) -> Result<u32, BadRequest> {
 /// its start).
 pub fn acquire(pool: &[Pooled], granted: &[Granted], sequences: u32, now: i64, ttl: i64) -> Choice {
     debug_assert!(check_sequences(sequences as i64).is_ok());
+    let slices = (MAX_SEQUENCES / sequences) as usize;
+    // Each slice's latest end among the leases on it, in one pass over the leases: the cost is
+    // that of the leases and the slices, not their product, so a pool of thousands of small
+    // leases answers in microseconds.
+    let mut busy = vec![i64::MIN; slices];
     for p in pool {
-        let on_partition: Vec<&Granted> = granted
-            .iter()
-            .filter(|g| g.slice.partition == p.partition)
-            .collect();
-        for k in 0..(MAX_SEQUENCES / sequences) {
-            let min = k * sequences;
+        busy.fill(p.floor);
+        for g in granted.iter().filter(|g| g.slice.partition == p.partition) {
+            let first = g.slice.min as usize / sequences as usize;
+            let last = g.slice.max as usize / sequences as usize;
+            for b in &mut busy[first..=last] {
+                *b = (*b).max(g.expires);
+            }
+        }
+        if let Some(k) = busy.iter().position(|&b| b <= now) {
+            let min = k as u32 * sequences;
             let slice = Slice {
                 partition: p.partition,
                 min: min as u16,
                 max: (min + sequences - 1) as u16,
             };
-            let busy_until = on_partition
-                .iter()
-                .filter(|g| g.slice.overlaps(&slice))
-                .map(|g| g.expires)
-                .fold(p.floor, i64::max);
-            if busy_until <= now {
-                let not_before = busy_until.max(now - SLACK_UNITS);
-                let expires = (now + ttl).max(not_before + 1);
-                return Choice::Grant(Granted {
-                    slice,
-                    not_before,
-                    expires,
-                });
-            }
+            let not_before = busy[k].max(now - SLACK_UNITS);
+            let expires = (now + ttl).max(not_before + 1);
+            return Choice::Grant(Granted {
+                slice,
+                not_before,
+                expires,
+            });
         }
     }
     Choice::NeedPartition
@@ -365,6 +367,103 @@ mod tests {
             handed_on: handed_on(&a, &b),
         };
         assert_eq!(renew(&a, s, 9_500, 5_000), Err(RenewRefusal::HandedOn));
+    }
+
+    /// The definition [`acquire`] computes in one pass: for each slice in order, the latest end
+    /// of the leases overlapping it.
+    fn acquire_by_definition(
+        pool: &[Pooled],
+        granted: &[Granted],
+        sequences: u32,
+        now: i64,
+        ttl: i64,
+    ) -> Choice {
+        for p in pool {
+            for k in 0..(MAX_SEQUENCES / sequences) {
+                let min = k * sequences;
+                let slice = Slice {
+                    partition: p.partition,
+                    min: min as u16,
+                    max: (min + sequences - 1) as u16,
+                };
+                let busy_until = granted
+                    .iter()
+                    .filter(|g| g.slice.overlaps(&slice))
+                    .map(|g| g.expires)
+                    .fold(p.floor, i64::max);
+                if busy_until <= now {
+                    let not_before = busy_until.max(now - SLACK_UNITS);
+                    let expires = (now + ttl).max(not_before + 1);
+                    return Choice::Grant(Granted {
+                        slice,
+                        not_before,
+                        expires,
+                    });
+                }
+            }
+        }
+        Choice::NeedPartition
+    }
+
+    proptest! {
+        /// The one-pass acquire answers as the definition does, on random pools.
+        #[test]
+        fn acquire_is_its_definition(
+            leases in proptest::collection::vec((0u8..2, 0u32..14, 0u32..8192, -500i64..500), 0..60),
+            floors in (-300i64..300, -300i64..300),
+            size in 3u32..17,
+            now in -100i64..100,
+        ) {
+            let pool = [
+                Pooled { partition: 63488, floor: floors.0 },
+                Pooled { partition: 63489, floor: floors.1 },
+            ];
+            let granted: Vec<Granted> = leases
+                .iter()
+                .map(|&(p, log, k, expires)| {
+                    let len = 1u32 << (log + 3).min(16);
+                    let min = (k * 8) % 65536 / len * len;
+                    Granted {
+                        slice: Slice { partition: 63488 + u16::from(p), min: min as u16, max: (min + len - 1) as u16 },
+                        not_before: expires - 50,
+                        expires,
+                    }
+                })
+                .collect();
+            let sequences = 1u32 << size.min(16);
+            prop_assert_eq!(
+                acquire(&pool, &granted, sequences, now, 250),
+                acquire_by_definition(&pool, &granted, sequences, now, 250)
+            );
+        }
+    }
+
+    #[test]
+    fn a_large_pool_finds_its_last_slice() {
+        // 8,191 leases of 8 numbers on one partition, one slice left (the definition would take
+        // about 67 M steps here; acquire, one pass over the leases and the slices).
+        let p = pool(&[63488]);
+        let held: Vec<Granted> = (0..8191u32)
+            .map(|k| Granted {
+                slice: Slice {
+                    partition: 63488,
+                    min: (k * 8) as u16,
+                    max: (k * 8 + 7) as u16,
+                },
+                not_before: 0,
+                expires: 1_000,
+            })
+            .collect();
+        let t = std::time::Instant::now();
+        let g = grant(acquire(&p, &held, 8, 500, 250));
+        assert_eq!(g.slice.min, 65528);
+        // The quadratic definition takes about 67 M steps here; one pass, a few hundred µs even
+        // unoptimised on a busy machine.
+        assert!(
+            t.elapsed() < std::time::Duration::from_secs(2),
+            "{:?}",
+            t.elapsed()
+        );
     }
 
     #[test]

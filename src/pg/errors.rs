@@ -142,12 +142,17 @@ pub enum Problem<'a> {
         asked_s: i32,
         role: &'a str,
     },
-    /// A holder that is empty or longer than `max` bytes.
-    LeaseBadHolder { holder: &'a str, max: usize },
+    /// A holder that is empty or longer than `max` bytes (in the database's encoding).
+    LeaseBadHolder { holder: &'a [u8], max: usize },
+    /// A lease function on a server where sno is not preloaded.
+    LeaseNotPreloaded,
     /// The lease registry's worker could not be started.
     LeaseRegistryNotStarted {
-        why: &'a str,
+        why: crate::pg::generator::lease_worker::StartFailure,
         max_worker_processes: i32,
+        max_parallel_workers: i32,
+        /// Parallel workers running when no slot was free.
+        parallel_now: i32,
     },
     /// The role caused as many reserved partitions to be granted as `sno.reserved_limit` allows
     /// (`session_role`: the login role, where `ALTER ROLE ... SET` takes effect).
@@ -180,8 +185,12 @@ pub enum Problem<'a> {
     },
     /// `sno_lease_take_over()` by a non-superuser.
     LeaseTakeOverNotSuperuser,
-    /// Every slice of the pool is leased and the share has no partition left.
-    LeaseShareExhausted { share: u32, pool: usize },
+    /// Every slice of the role's pool is leased and the share has no partition left.
+    LeaseShareExhausted {
+        share: u32,
+        pool: usize,
+        role: &'a str,
+    },
     /// `sno.sequence_min` / `sno.sequence_max` do not make a usable slice (at server start).
     BadSlice { min: i32, max: i32, why: SliceError },
 
@@ -533,7 +542,10 @@ impl Problem<'_> {
                     format!("lease TTL {ttl} is out of range"),
                 )
                 .detail(format!("A lease's TTL is at least 1 s and at most sno.lease_max_ttl, {max_s} s for this session."));
-                if *too_long {
+                if *too_long && *asked_s > 86_400 {
+                    // No setting allows more than a day: a shorter TTL, renewed, is the answer.
+                    r.hint(format!("Ask for ttl => '{max_s} s' or less (renewals extend a lease as long as its holder runs); no role may have a TTL over 1 day."))
+                } else if *too_long {
                     let raise_to = (*asked_s).max(max_s.saturating_mul(2)).min(86_400);
                     r.hint(format!("Ask for ttl => '{max_s} s' or less (renewals extend a lease), or have a superuser raise the maximum of the role this session logs in as: ALTER ROLE {} SET sno.lease_max_ttl = '{raise_to}s'; (its new sessions get it; at most 86400s).", quote_ident(role)))
                 } else {
@@ -547,18 +559,51 @@ impl Problem<'_> {
                 } else {
                     Report::new(
                         Code::ERRCODE_STRING_DATA_RIGHT_TRUNCATION,
-                        format!("sno lease holder {} is too long", quoted_cut(holder.as_bytes())),
+                        format!("sno lease holder {} is too long", quoted_cut(holder)),
                     )
                     .detail(format!("A holder names the process that holds the lease in at most {max} bytes; the registry keeps it with the lease."))
                     .hint(format!("Give a shorter holder, e.g. the host and process ID, at most {max} bytes."))
                 }
             }
-            Problem::LeaseRegistryNotStarted { why, max_worker_processes } => Report::new(
-                Code::ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
-                format!("could not start the sno lease registry's worker: {why}"),
+            Problem::LeaseNotPreloaded => Report::new(
+                Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+                "sno partition leases need the sno library in shared_preload_libraries",
             )
-            .detail("Leases are granted, renewed and released by a background worker of this database (one per database while calls come, gone after a second without), in a transaction of its own, so that no caller's rollback or open transaction can undo or hold them.")
-            .hint(format!("Raise max_worker_processes by one for each database whose leases are in use at once, then restart the server: ALTER SYSTEM SET max_worker_processes = {};", max_worker_processes.saturating_add(1))),
+            .hint("Add sno to shared_preload_libraries in postgresql.conf (shared_preload_libraries = 'sno') and restart the server."),
+            Problem::LeaseRegistryNotStarted { why, max_worker_processes, max_parallel_workers, parallel_now } => {
+                use crate::pg::generator::lease_worker::StartFailure;
+                let detail = "Leases are granted, renewed and released by a background worker of the database (one per database while calls come, gone after a second without), in a transaction of its own, so that no caller's rollback or open transaction can undo or hold them.";
+                match why {
+                    StartFailure::NoSlot => {
+                        // Every slot was taken: by parallel workers (which a lower
+                        // max_parallel_workers leaves one free of, after a reload), or by other
+                        // background workers (a larger max_worker_processes, after a restart).
+                        let r = Report::new(
+                            Code::ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
+                            format!("could not start the sno lease registry's worker: no background worker slot was free for 5 s (max_worker_processes = {max_worker_processes}, {parallel_now} taken by parallel workers)"),
+                        )
+                        .detail(detail);
+                        if *parallel_now > 0 {
+                            let keep = (*parallel_now - 1).min(*max_parallel_workers - 1).max(0);
+                            r.hint(format!("Keep a slot free of parallel workers: ALTER SYSTEM SET max_parallel_workers = {keep}; SELECT pg_reload_conf(); (or raise max_worker_processes by one, which needs a restart), then call it again."))
+                        } else {
+                            r.hint(format!("Raise max_worker_processes by one for each database whose leases are in use at once, then restart the server: ALTER SYSTEM SET max_worker_processes = {};", max_worker_processes.saturating_add(1)))
+                        }
+                    }
+                    StartFailure::Stopped => Report::new(
+                        Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+                        "the sno lease registry's worker of this database stopped as it started",
+                    )
+                    .detail(detail)
+                    .hint("The server log says why (a database that allows no connections, ALTER DATABASE ... ALLOW_CONNECTIONS false, or one being dropped, cannot lease)."),
+                    StartFailure::NotStarted => Report::new(
+                        Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+                        "the postmaster did not start the sno lease registry's worker",
+                    )
+                    .detail(detail)
+                    .hint("The server log says why; call it again."),
+                }
+            }
             Problem::LeasePoolLimit { role, session_role, limit } => Report::new(
                 Code::ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
                 format!("role {} has caused its limit of {limit} reserved sno partitions to be granted", quoted(role.as_bytes())),
@@ -622,12 +667,18 @@ impl Problem<'_> {
                 }))
                 .hint("Acquire a new lease (SELECT * FROM sno_lease_acquire(holder => ..., ttl => ...);) and make IDs with it instead.")
             }
-            Problem::LeaseShareExhausted { share, pool } => Report::new(
-                Code::ERRCODE_PROGRAM_LIMIT_EXCEEDED,
-                format!("no sno partition lease is free: every slice of this database's {pool} lease partitions is leased, and share {share} of the reserved range has no partition left"),
-            )
-            .detail("The registry takes new lease partitions only from its WAL timeline's share (timeline mod 15), so that a promoted standby never grants what its old primary may have granted; sno_lease_space shows what is left. Slices come back as their leases end.")
-            .hint("Ask for smaller slices (sequences => 64 holds 1024 leases a partition), release leases that are no longer used, or lower the role's sno.lease_limit; sno_leases shows who holds what."),
+            Problem::LeaseShareExhausted { share, pool, role } => {
+                let r = Report::new(
+                    Code::ERRCODE_PROGRAM_LIMIT_EXCEEDED,
+                    format!("no sno partition lease is free for role {}: every slice of its {pool} lease partitions is leased, and share {share} of the reserved range has no partition left", quoted(role.as_bytes())),
+                )
+                .detail("Each role leases only from the partitions granted to it, for good, so that no role's leases take another's slices; new partitions come only from the WAL timeline's share (timeline mod 15), so that a promoted standby never grants what its old primary may have granted. SELECT grantee, count(DISTINCT partition) FROM sno_leases GROUP BY 1; shows which roles' pools hold the share; sno_lease_space what is left.");
+                if *pool > 0 {
+                    r.hint("Ask for smaller slices (sequences => 64 holds 1024 leases a partition) or release leases that are no longer used: slices come back as their leases end.")
+                } else {
+                    r.hint("Lease for this service under a role that has partitions (its owner can GRANT it to this role, then SET ROLE to it before the call), and, as a superuser, lower sno.reserved_limit for the roles that hold many, so that the next share (after a promotion) is not used up too.")
+                }
+            }
             Problem::LeaseTakeOverNotSuperuser => Report::new(
                 Code::ERRCODE_INSUFFICIENT_PRIVILEGE,
                 "only superusers can run sno_lease_take_over",

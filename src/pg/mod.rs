@@ -17,6 +17,7 @@
 //!   generates listed in each file's header).
 
 pub mod citus;
+pub mod encoded_text;
 pub mod errors;
 pub mod fmgr;
 pub mod generator;
@@ -80,8 +81,8 @@ mod tests;
     name = "sno_leases_views",
     requires = [
         "sno_leases",
-        generator::lease::sno_lease_acquire,
-        generator::lease::sno_lease_renew,
+        generator::lease::lease_acquire,
+        generator::lease::lease_renew,
         generator::lease::sno_lease_release,
         generator::lease::sno_lease_take_over,
         generator::lease::sno_lease_partition_noted,

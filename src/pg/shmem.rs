@@ -366,7 +366,7 @@ static mut PREV_STARTUP: pg_sys::shmem_startup_hook_type = None;
 
 unsafe fn request() {
     pg_sys::RequestAddinShmemSpace(segment_size());
-    pg_sys::RequestAddinShmemSpace(lease_worker::size());
+    pg_sys::RequestAddinShmemSpace(lease_worker::size(slot_count()));
     // The shard table's lock, the writer lock, the lease registry's queue's lock.
     pg_sys::RequestNamedLWLockTranche(NAME.as_ptr(), 3);
 }
@@ -709,11 +709,15 @@ unsafe extern "C-unwind" fn on_startup() {
         restore_state(&mut *p);
     }
     SHARED.store(p, Ordering::Relaxed);
-    let q = pg_sys::ShmemInitStruct(QUEUE_NAME.as_ptr(), lease_worker::size(), &mut found)
-        .cast::<LeaseQueue>();
+    let q = pg_sys::ShmemInitStruct(
+        QUEUE_NAME.as_ptr(),
+        lease_worker::size(slot_count()),
+        &mut found,
+    )
+    .cast::<LeaseQueue>();
     if !found {
         let locks = pg_sys::GetNamedLWLockTranche(NAME.as_ptr());
-        lease_worker::init(q, &raw mut (*locks.add(2)).lock);
+        lease_worker::init(q, &raw mut (*locks.add(2)).lock, slot_count());
     }
     LEASE_QUEUE.store(q, Ordering::Relaxed);
     pg_sys::LWLockRelease(init_lock);

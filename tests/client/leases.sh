@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # shellcheck source-path=SCRIPTDIR
+# ci: majors=15 server=no cpu=0 estimate=30
 # Partition leases on real servers (the registry; the clients have tests of their own:
 # lease_go.sh, lease_python.sh, rust_drivers.sh, and the fleet trial lease_fleet.sh):
 #  1. Privilege and misuse: a role without EXECUTE is refused (42501); each bad argument gets
@@ -21,7 +22,14 @@
 #     sno.reserved_limit makes no other role's acquire fail, and the other's limit is its own
 #     (its refusal's HINT followed).
 #  1e. No background worker slot for the registry (max_worker_processes = 2): 53400, and its
-#     HINT (ALTER SYSTEM SET max_worker_processes = 3; then a restart) followed: granted.
+#     HINT (ALTER SYSTEM SET max_worker_processes = 3; then a restart) followed: granted. Then
+#     another role's parallel workers on both dynamic slots: 53400 after 5 s, its HINT
+#     (max_parallel_workers one lower, a reload) followed: granted beside a new parallel query.
+#     A database that allows no connections: 55000 at once, the other databases go on.
+#  1f. A superuser's ACCESS EXCLUSIVE lock held on the registry's table: four queued calls all
+#     get 55P03 within 15 s, the HINT's query names the holder; a database owner's ANALYZE held
+#     open holds up no call; 17 databases calling without pause and an 18th: answered.
+#  1b also: SELECT (sno_lease_acquire(...)).* grants one lease and shows it.
 #  2. Hostile objects: another role's function pg_temp/public sha256, an operator = on
 #     (bigint, bigint) and a type sno_lease in a schema first in the caller's search_path
 #     change nothing: the calls work and return sno's type.
@@ -204,6 +212,12 @@ second_holder 8192 8
 shown "  after a second holder's 8 acquires" "$dl" "$dp" "$dmi" "$dma" "$dnb" "$dex"
 check "  the token it showed renews it" \
     "$(as a svc "SELECT lease FROM sno_lease_renew(lease => $dl, token => '$dt', ttl => '1 min')")" "$dl"
+before_star="$(q a "SELECT count(*) FROM sno_internal.leases")"
+star="$(as a svc "SELECT (sno_lease_acquire(holder => 'star', ttl => '1 min', sequences => 8)).*")"
+IFS='|' read -r sl _ sp smi sma snb sex _ <<<"$star"
+check "SELECT (sno_lease_acquire(...)).*: one lease granted, not one per column" \
+    "$(q a "SELECT count(*) - $before_star FROM sno_internal.leases")" 1
+shown "  its row" "$sl" "$sp" "$smi" "$sma" "$snb" "$sex"
 check "a lease acquired in BEGIN ... ROLLBACK is kept" \
     "$(as a svc "BEGIN" "$ACQ(holder => 'rolled-back', ttl => '1 min')" "ROLLBACK" >/dev/null;
        q a "SELECT state FROM sno_leases WHERE holder = 'rolled-back'")" active
@@ -280,7 +294,91 @@ check "  its HINT's statement" "$stmt" "ALTER SYSTEM SET max_worker_processes = 
 q e "$stmt" >/dev/null
 node_restart e
 expect_state "  followed, and the server restarted as it says: granted" ok e postgres postgres "$ACQ(holder => 'x', ttl => '1 min')"
+# Parallel workers (any role may start them) on every free slot: the call waits 5 s for one,
+# then its HINT keeps one free of them, which a new parallel query then leaves free.
+PAR="SET parallel_setup_cost = 0; SET parallel_tuple_cost = 0; SET min_parallel_table_scan_size = 0;
+     SET max_parallel_workers_per_gather = 8;
+     SELECT count(*) FROM pg_attribute WHERE pg_sleep(0.01) IS NOT NULL"
+q e "ALTER SYSTEM SET max_worker_processes = 4" "CREATE ROLE par LOGIN" >/dev/null
+node_restart e
+e_sleep_in_parallel() { qu e postgres par -c "$PAR" >/dev/null 2>&1 & }
+e_sleep_in_parallel
+par=$!
+until [[ "$(q e "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'parallel worker'")" == 2 ]]; do sleep 0.1; done
+expect_state "both dynamic slots taken by another role's parallel workers" 53400 e postgres postgres "$ACQ(holder => 'x', ttl => '1 min')"
+stmt="$(msg_field HINT "$SAID" | grep -oE 'ALTER SYSTEM SET max_parallel_workers = [0-9]+; SELECT pg_reload_conf\(\);')"
+check "  its HINT's statements" "$stmt" "ALTER SYSTEM SET max_parallel_workers = 1; SELECT pg_reload_conf();"
+q e "${stmt%% SELECT*}" "SELECT pg_reload_conf()" \
+    "SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE usename = 'par' AND backend_type = 'client backend'" >/dev/null
+wait "$par" || true
+e_sleep_in_parallel
+par=$!
+until [[ "$(q e "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'parallel worker'")" -ge 1 ]]; do sleep 0.1; done
+expect_state "  followed: a new parallel query beside the call leaves a slot, granted" ok e postgres postgres "$ACQ(holder => 'y', ttl => '1 min')"
+q e "SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE usename = 'par' AND backend_type = 'client backend'" >/dev/null
+wait "$par" || true
+# A database that allows no connections: its worker cannot start; the call says so at once.
+q e "CREATE DATABASE closed" >/dev/null
+qu e closed postgres -c "CREATE EXTENSION sno" >/dev/null
+# A session connected before the database was closed calls (its worker would connect after).
+(qu e closed postgres -v VERBOSITY=verbose -c "SELECT pg_sleep(2)" -c "$ACQ(holder => 'x', ttl => '1 min')" \
+    >"$CL_WORK/closed.out" 2>&1 || true) &
+cl=$!
+sleep 1
+q e "ALTER DATABASE closed ALLOW_CONNECTIONS false" >/dev/null
+t1=$SECONDS
+wait "$cl"
+SAID="$(sed 's/^\(ERROR\|WARNING\):  [0-9A-Z]\{5\}: /\1:  /' "$CL_WORK/closed.out")"
+check "a database that allows no connections: 55000 at once ($((SECONDS - t1)) s), the reason in its HINT" \
+    "$(grep -oE 'ERROR:  [0-9A-Z]{5}' "$CL_WORK/closed.out" | head -1)|$( ((SECONDS - t1 < 10)) && echo soon)|$(msg_field HINT "$SAID" | grep -c 'ALLOW_CONNECTIONS false')" "ERROR:  55000|soon|1"
+expect_state "  and the other databases' calls go on" ok e postgres postgres "$ACQ(holder => 'z', ttl => '1 min')"
 node_stop e fast
+
+part "1f. a role cannot hold up the registry of others"
+# A superuser's ACCESS EXCLUSIVE lock on the registry's table, held: the calls queued meanwhile all
+# fail after the worker's lock timeout (5 s), not one after another; the HINT's query names the
+# holder, which ended, the calls work.
+q a "CREATE ROLE locker LOGIN SUPERUSER" >/dev/null
+qu a postgres locker -c "BEGIN" -c "LOCK TABLE sno_internal.leases IN ACCESS EXCLUSIVE MODE" -c "SELECT pg_sleep(60)" >/dev/null 2>&1 &
+lk=$!
+until [[ "$(q a "SELECT count(*) FROM pg_locks WHERE relation = 'sno_internal.leases'::regclass AND mode = 'AccessExclusiveLock' AND granted")" == 1 ]]; do sleep 0.1; done
+t1=$SECONDS
+for i in 1 2 3 4; do (try a postgres other "$ACQ(holder => 'queued$i', ttl => '1 min')"; echo "$STATE" >"$CL_WORK/queued$i") & done
+wait $(jobs -p | grep -v "^$lk\$") 2>/dev/null || true
+check "4 calls queued behind the lock: all 55P03, within 15 s in all ($((SECONDS - t1)) s)" \
+    "$(cat "$CL_WORK"/queued? | sort | uniq -c | awk '{ print $1 " " $2 }')|$( ((SECONDS - t1 <= 15)) && echo in-time)" "4 55P03|in-time"
+try a postgres other "$ACQ(holder => 'x', ttl => '1 min')"
+stmt="$(msg_field HINT "$SAID" | grep -oE 'SELECT l.pid[^;]*;')"
+check "  the HINT's query names the session holding the lock" "$(q a "$stmt" | cut -d'|' -f1-2 | sort -u)" "$(q a "SELECT pid FROM pg_stat_activity WHERE usename = 'locker'")|AccessExclusiveLock"
+q a "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = 'locker'" >/dev/null
+wait "$lk" 2>/dev/null || true
+expect_state "  that session ended, the call works" ok a postgres other "$ACQ(holder => 'x', ttl => '1 min')"
+# A database owner's ANALYZE left in an open transaction (it holds SHARE UPDATE EXCLUSIVE on the
+# registry's tables): nothing waits for it.
+q a "CREATE ROLE dbo LOGIN" "CREATE DATABASE owned OWNER dbo" >/dev/null
+qu a owned postgres -c "CREATE EXTENSION sno" -c "$GRANTS other" >/dev/null
+qu a owned dbo -c "BEGIN" -c "ANALYZE" -c "SELECT pg_sleep(60)" >/dev/null 2>&1 &
+an=$!
+until [[ "$(q a "SELECT count(*) FROM pg_stat_activity WHERE usename = 'dbo' AND query LIKE '%pg_sleep%'")" == 1 ]]; do sleep 0.1; done
+expect_state "a database owner's ANALYZE held in an open transaction: another role's call works (statement_timeout 5 s)" ok a owned other \
+    "SET statement_timeout = '5s'" "$ACQ(holder => 'beside-analyze', ttl => '1 min')"
+q a "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = 'dbo'" >/dev/null
+wait "$an" 2>/dev/null || true
+# More databases calling at once than the registry has workers (16): every caller is answered,
+# one database's steady calls never starve another's.
+for i in $(seq 18); do
+    q a "CREATE DATABASE many$i" >/dev/null
+    qu a "many$i" postgres -c "CREATE EXTENSION sno" -c "$GRANTS other" >/dev/null
+done
+for i in $(seq 17); do
+    (end=$((SECONDS + 12)); while ((SECONDS < end)); do qu a "many$i" other -c "SELECT sno_lease_renew(1, gen_random_uuid(), '1 min')" >/dev/null 2>&1 || true; done) &
+done
+sleep 3
+t1=$SECONDS
+expect_state "17 databases calling without pause, an 18th: answered (statement_timeout 20 s)" ok a many18 other \
+    "SET statement_timeout = '20s'" "$ACQ(holder => 'eighteenth', ttl => '1 min')"
+echo "    answered in $((SECONDS - t1)) s"
+wait
 
 part "2. hostile objects"
 q a "CREATE SCHEMA evil AUTHORIZATION other" "GRANT USAGE ON SCHEMA evil TO svc" "GRANT CREATE ON SCHEMA public TO other" >/dev/null

@@ -14,6 +14,7 @@ use super::lease_registry::{at_unit, incarnation, OWN_INSERT};
 use super::lease_worker::{self as worker, Answer, Ask, Kind};
 use crate::generator::lease::{self as decide, BadRequest, MAX_HOLDER_BYTES};
 use crate::generator::reserved;
+use crate::pg::encoded_text::EncodedText;
 use crate::pg::errors::{self, Problem};
 use crate::pg::shmem;
 use pgrx::datum::{Interval, Uuid};
@@ -22,7 +23,13 @@ use pgrx::prelude::*;
 /// The checks every call that writes the registry makes first: a primary, not a read-only
 /// transaction, not a parallel worker; sno preloaded.
 fn writable(function: &'static core::ffi::CStr) {
-    super::shared_or_raise();
+    if shmem::shared().is_none() {
+        errors::raise(if shmem::preloaded() {
+            Problem::NoSharedMemory
+        } else {
+            Problem::LeaseNotPreloaded
+        });
+    }
     // SAFETY: reads of server state; the Prevent* calls raise PostgreSQL's own errors.
     unsafe {
         if pg_sys::RecoveryInProgress() {
@@ -109,7 +116,7 @@ fn lease_tuple(answer: Answer) -> LeaseRow {
                 .unwrap_or_else(|e| error!("sno: sno_lease.{}: {e}", $name))
         };
     }
-    let holder = String::from_utf8_lossy(&g.holder[..usize::from(g.holder_len)]).into_owned();
+    let holder = g.holder[..usize::from(g.holder_len)].to_vec();
     set!("lease", g.lease);
     set!("token", Uuid::from_bytes(g.token));
     set!("partition", i32::from(g.partition));
@@ -117,26 +124,24 @@ fn lease_tuple(answer: Answer) -> LeaseRow {
     set!("sequence_max", i32::from(g.max));
     set!("not_before", at_unit(g.not_before));
     set!("expires_at", at_unit(g.expires));
-    set!("holder", holder);
+    set!("holder", EncodedText(holder));
     set!("renew_after", at_unit(g.renew_after));
     t
 }
 
-/// `sno_lease_acquire(holder text, ttl interval, sequences int DEFAULT 1024) → sno_lease`
-#[pg_extern(volatile, parallel_unsafe, requires = ["sno_leases"])]
-#[search_path(pg_catalog, pg_temp)]
-fn sno_lease_acquire(
-    holder: Option<&str>,
+/// The request of `sno_lease_acquire`, checked.
+fn acquire_request(
+    holder: Option<EncodedText>,
     ttl: Option<Interval>,
-    sequences: default!(Option<i32>, 1024),
-) -> pgrx::composite_type!('static, "sno_lease") {
+    sequences: Option<i32>,
+) -> Ask {
     writable(c"sno_lease_acquire()");
-    let Some(holder) = holder else {
+    let Some(EncodedText(holder)) = holder else {
         errors::raise(Problem::LeaseNull("holder"))
     };
-    if decide::check_holder(holder).is_err() {
+    if holder.is_empty() || holder.len() > MAX_HOLDER_BYTES {
         errors::raise(Problem::LeaseBadHolder {
-            holder,
+            holder: &holder,
             max: MAX_HOLDER_BYTES,
         });
     }
@@ -147,10 +152,38 @@ fn sno_lease_acquire(
     let size = decide::check_sequences(i64::from(sequences))
         .unwrap_or_else(|_| errors::raise(Problem::LeaseBadSequences(sequences)));
     let mut a = request(Kind::Acquire);
-    a.holder[..holder.len()].copy_from_slice(holder.as_bytes());
+    a.holder[..holder.len()].copy_from_slice(&holder);
     a.holder_len = holder.len() as u16;
     a.ttl = ttl;
     a.sequences = size;
+    a
+}
+
+/// `sno_lease_acquire(holder text, ttl interval, sequences int DEFAULT 1024) → SETOF sno_lease`:
+/// one row. A set-returning function (since 0.8.1) because PostgreSQL evaluates a function
+/// that returns a composite once per column in `SELECT (f(...)).*`: each column would come
+/// from another lease, a row that matches no lease; a set-returning function is called once.
+#[pg_extern(name = "sno_lease_acquire", volatile, parallel_unsafe, requires = ["sno_leases"])]
+#[search_path(pg_catalog, pg_temp)]
+fn lease_acquire(
+    holder: Option<EncodedText>,
+    ttl: Option<Interval>,
+    sequences: default!(Option<i32>, 1024),
+) -> SetOfIterator<'static, pgrx::composite_type!('static, "sno_lease")> {
+    let a = acquire_request(holder, ttl, sequences);
+    SetOfIterator::new(core::iter::once(lease_tuple(worker::ask(a))))
+}
+
+/// 0.8.0's `sno_lease_acquire(...) → sno_lease` (one composite), for a database not yet
+/// updated (see `compat.rs`).
+#[pg_extern(sql = false, volatile, parallel_unsafe)]
+#[search_path(pg_catalog, pg_temp)]
+fn sno_lease_acquire(
+    holder: Option<EncodedText>,
+    ttl: Option<Interval>,
+    sequences: default!(Option<i32>, 1024),
+) -> pgrx::composite_type!('static, "sno_lease") {
+    let a = acquire_request(holder, ttl, sequences);
     lease_tuple(worker::ask(a))
 }
 
@@ -163,15 +196,8 @@ fn lease_and_token(lease: Option<i64>, token: Option<Uuid>) -> (i64, [u8; 16]) {
     }
 }
 
-/// `sno_lease_renew(lease bigint, token uuid, ttl interval) → sno_lease`: the same lease, with
-/// a later end.
-#[pg_extern(volatile, parallel_unsafe, requires = ["sno_leases"])]
-#[search_path(pg_catalog, pg_temp)]
-fn sno_lease_renew(
-    lease: Option<i64>,
-    token: Option<Uuid>,
-    ttl: Option<Interval>,
-) -> pgrx::composite_type!('static, "sno_lease") {
+/// The request of `sno_lease_renew`, checked.
+fn renew_request(lease: Option<i64>, token: Option<Uuid>, ttl: Option<Interval>) -> Ask {
     writable(c"sno_lease_renew()");
     let ttl = ttl_units(ttl);
     let (lease, token) = lease_and_token(lease, token);
@@ -179,7 +205,31 @@ fn sno_lease_renew(
     a.lease = lease;
     a.token = token;
     a.ttl = ttl;
-    lease_tuple(worker::ask(a))
+    a
+}
+
+/// `sno_lease_renew(lease bigint, token uuid, ttl interval) → SETOF sno_lease`: the same lease,
+/// with a later end; one row (set-returning, as `sno_lease_acquire`).
+#[pg_extern(name = "sno_lease_renew", volatile, parallel_unsafe, requires = ["sno_leases"])]
+#[search_path(pg_catalog, pg_temp)]
+fn lease_renew(
+    lease: Option<i64>,
+    token: Option<Uuid>,
+    ttl: Option<Interval>,
+) -> SetOfIterator<'static, pgrx::composite_type!('static, "sno_lease")> {
+    let a = renew_request(lease, token, ttl);
+    SetOfIterator::new(core::iter::once(lease_tuple(worker::ask(a))))
+}
+
+/// 0.8.0's `sno_lease_renew(...) → sno_lease`, for a database not yet updated.
+#[pg_extern(sql = false, volatile, parallel_unsafe)]
+#[search_path(pg_catalog, pg_temp)]
+fn sno_lease_renew(
+    lease: Option<i64>,
+    token: Option<Uuid>,
+    ttl: Option<Interval>,
+) -> pgrx::composite_type!('static, "sno_lease") {
+    lease_tuple(worker::ask(renew_request(lease, token, ttl)))
 }
 
 /// `sno_lease_release(lease bigint, token uuid)`: its holder stopped. Its slice is granted

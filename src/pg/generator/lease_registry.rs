@@ -2,8 +2,8 @@
 //! ([`super::lease_worker`]) in a transaction of its own: what `sno_lease_acquire`,
 //! `sno_lease_renew`, `sno_lease_release` and `sno_lease_take_over` decide. The decisions are
 //! pure ([`crate::generator::lease`]); this reads and writes their records as the extension's
-//! owner, under a table lock that serialises them with anything else writing the registry
-//! (a superuser's hand, a restore), and takes new pool partitions from the lineage's allocator
+//! owner (the worker is its database's only one: decisions never race), and takes new pool
+//! partitions from the lineage's allocator
 //! ([`super::durable::grant_reserved`]: state file and WAL, flushed, before the partition is
 //! used).
 //!
@@ -31,6 +31,7 @@ use super::lease_worker::{self as worker, Answer, Ask, Kind};
 use crate::generator::lease::{self as decide, Choice, Granted, Kept, Ledger, Pooled, Slice};
 use crate::generator::reserved;
 use crate::id::time::{units_to_pg_micros, EPOCH_PG_MICROS, UNIT_MICROS};
+use crate::pg::encoded_text::EncodedText;
 use crate::pg::errors::{self, Problem};
 use crate::pg::shmem;
 use pgrx::datum::{Interval, TimestampWithTimeZone, Uuid};
@@ -89,20 +90,12 @@ fn run<'c>(
         .unwrap_or_else(|e| error!("sno: cannot {what}: {e}"))
 }
 
-/// Runs the registry's SQL as the extension's owner, after locking the leases table against
-/// anything else writing the registry in this database (reads go on).
-fn locked_as_owner<R>(ext: &Extension, f: impl FnOnce(&mut SpiClient<'_>) -> R) -> R {
-    ext.as_owner(|| {
-        Spi::connect_mut(|c| {
-            run(
-                c,
-                "lock sno_internal.leases",
-                "LOCK TABLE sno_internal.leases IN SHARE ROW EXCLUSIVE MODE",
-                &[],
-            );
-            f(c)
-        })
-    })
+/// Runs the registry's SQL as the extension's owner. No table lock: this worker is the only one
+/// of its database (so decisions never race), and a lock the registry took would conflict with
+/// what another role may hold on its tables (a database owner's ANALYZE in an open
+/// transaction); its writes take only ROW EXCLUSIVE.
+fn as_owner<R>(ext: &Extension, f: impl FnOnce(&mut SpiClient<'_>) -> R) -> R {
+    ext.as_owner(|| Spi::connect_mut(f))
 }
 
 /// Forgets leases whose windows ended more than a day ago (a hundred at a time), and `forget`,
@@ -354,7 +347,6 @@ fn acquire(a: &Ask) -> Answer {
         errors::raise(Problem::LeaseInRecovery);
     }
     let holder = &a.holder[..usize::from(a.holder_len)];
-    let holder_text = core::str::from_utf8(holder).unwrap_or("");
     let (size, ttl) = (a.sequences, a.ttl);
     let s = judged();
     let k = share(s);
@@ -364,7 +356,7 @@ fn acquire(a: &Ask) -> Answer {
     }
     let ext = extension_for(a);
     let session_role = worker::name_str(&a.session_role);
-    let (lease, token, g, renew_after) = locked_as_owner(&ext, |c| {
+    let (lease, token, g, renew_after) = as_owner(&ext, |c| {
         let now = now_units();
         // The role's rows: room for one more, or its limit.
         let mine: Vec<Kept> = run(
@@ -431,6 +423,7 @@ fn acquire(a: &Ask) -> Answer {
                     errors::raise(Problem::LeaseShareExhausted {
                         share: k,
                         pool: pool.len(),
+                        role: &ext.role,
                     });
                 }
                 let mut known = ext.grants();
@@ -505,7 +498,7 @@ fn acquire(a: &Ask) -> Answer {
             &[
                 lease.into(),
                 Uuid::from_bytes(token).into(),
-                holder_text.into(),
+                EncodedText(holder.to_vec()).into(),
                 ext.role.clone().into(),
                 i32::from(g.slice.partition).into(),
                 i32::from(g.slice.min).into(),
@@ -558,7 +551,7 @@ fn granted_of(r: &SpiHeapTupleData<'_>, first: usize) -> Granted {
 }
 
 /// The lease `lease` if `token` is its token, with its holder and whether it was released.
-fn find_lease(c: &mut SpiClient<'_>, lease: i64, token: [u8; 16]) -> (Granted, String, bool) {
+fn find_lease(c: &mut SpiClient<'_>, lease: i64, token: [u8; 16]) -> (Granted, Vec<u8>, bool) {
     let t = run(
         c,
         "read sno_internal.leases",
@@ -572,7 +565,7 @@ fn find_lease(c: &mut SpiClient<'_>, lease: i64, token: [u8; 16]) -> (Granted, S
         errors::raise(Problem::LeaseToken(lease));
     };
     let g = granted_of(&r, 1);
-    let holder = r.get::<String>(6).ok().flatten().unwrap_or_default();
+    let holder = r.get::<EncodedText>(6).ok().flatten().unwrap_or_default().0;
     let released = r.get::<bool>(7).ok().flatten().unwrap_or(true);
     (g, holder, released)
 }
@@ -586,7 +579,7 @@ fn renew(a: &Ask) -> Answer {
     let (me, _) = incarnation(s);
     let ext = extension_for(a);
     let (id, ttl) = (a.lease, a.ttl);
-    let (g, holder, renew_after) = locked_as_owner(&ext, |c| {
+    let (g, holder, renew_after) = as_owner(&ext, |c| {
         let (g, holder, released) = find_lease(c, id, a.token);
         let ledger = has_ledger(c);
         let mut rows = pool_rows(c, ledger);
@@ -645,7 +638,7 @@ fn renew(a: &Ask) -> Answer {
         }
         (Granted { expires, ..g }, holder, renew_after)
     });
-    lease_answer(id, a.token, &g, holder.as_bytes(), renew_after)
+    lease_answer(id, a.token, &g, &holder, renew_after)
 }
 
 fn release(a: &Ask) -> Answer {
@@ -654,7 +647,7 @@ fn release(a: &Ask) -> Answer {
         errors::raise(Problem::LeaseInRecovery);
     }
     let ext = extension_for(a);
-    locked_as_owner(&ext, |c| {
+    as_owner(&ext, |c| {
         find_lease(c, a.lease, a.token);
         run(
             c,
@@ -670,7 +663,7 @@ fn release(a: &Ask) -> Answer {
 fn take_over() -> Answer {
     let s = judged();
     let ext = Extension::find();
-    let n = locked_as_owner(&ext, |c| {
+    let n = as_owner(&ext, |c| {
         let ledger = has_ledger(c);
         let rows = pool_rows(c, ledger);
         for r in &rows {

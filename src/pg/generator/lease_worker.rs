@@ -10,49 +10,67 @@
 //! shared counter that any transaction draws from is the sequence, which no rollback takes back
 //! and no transaction holds; this is the same rule for the registry: a decision is made and
 //! committed (flushed locally) by the worker before its values reach the caller, so nothing the
-//! caller does next can undo it, and the registry's lock is held only for the worker's own
-//! short transaction. A caller that gives up waiting (a cancel, a timeout) may leave a grant
-//! nobody received: it ends at its window's end, as an unused lease does, and is never handed
-//! out twice.
+//! caller does next can undo it, and nothing is held for the caller's statement. A caller that
+//! gives up waiting (a cancel, a timeout) may leave a grant nobody received: it ends at its
+//! window's end, as an unused lease does, and is never handed out twice.
 //!
-//! The protocol, all in shared memory under one LWLock (held only to copy a request or an
-//! answer): a caller takes a free [`Request`] slot, writes its [`Ask`] and queues it; the
-//! database's worker, started on demand (a dynamic background worker connected to that
-//! database), takes the oldest queued request of its database, decides, commits, writes the
-//! [`Answer`] and sets the caller's latch. One worker per database serves every caller in turn
-//! (so a call waits at most for the calls queued before it, each a few milliseconds, and for
-//! the worker's start, tens of milliseconds, after an idle spell); it exits after
-//! [`IDLE_EXIT`] without work, so that `DROP DATABASE` and `CREATE DATABASE ... TEMPLATE` find
-//! the database free within their five-second wait.
+//! The protocol, in shared memory under one LWLock (held only to copy a request or an answer):
+//! each backend has a request slot of its own (indexed by its backend number, so a call never
+//! waits for a slot); a caller writes its [`Ask`] there and queues it; the database's worker, a
+//! dynamic background worker connected to that database and started on demand, takes the
+//! oldest queued request of its database, decides, commits, writes the [`Answer`] and sets the
+//! caller's latch. One worker per database (the only writer of its registry, so decisions never
+//! race) serves every caller in turn: a call waits for the calls queued before it in its
+//! database, each a few milliseconds, and for the worker's start (tens of milliseconds) after
+//! an idle spell. A worker exits after [`IDLE_EXIT`] without work (so that `DROP DATABASE` and
+//! `CREATE DATABASE ... TEMPLATE` find the database free within their five-second wait), and
+//! after any request when another database's callers wait for a worker entry of their own.
 //!
-//! A caller that errors out while waiting (cancel, `statement_timeout`) or exits abandons its
-//! slot: a queued request is withdrawn (nothing was decided), a taken one is freed by the
-//! worker when it is done. A worker that exits with a request taken answers it with an error.
+//! Failures answered at once: a worker that cannot start (no background worker slot for
+//! [`SLOT_WAIT`], or it stopped before it took its entry: a database that allows no
+//! connections) fails the caller that started it with the reason; a lock timeout on the
+//! registry's tables fails every request of that database queued then, not one after another;
+//! a worker that exits with a request taken answers it with an error. A caller that errors out
+//! while waiting, or exits, withdraws a queued request and abandons a taken one.
 
 use crate::pg::shmem;
 use core::ffi::CStr;
-use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
+use core::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use core::time::Duration;
-use pgrx::bgworkers::{BackgroundWorker, BackgroundWorkerBuilder, SignalWakeFlags};
+use pgrx::bgworkers::{
+    BackgroundWorker, BackgroundWorkerBuilder, BackgroundWorkerStatus, DynamicBackgroundWorker,
+    SignalWakeFlags,
+};
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 use pgrx::PgSqlErrorCode;
+use std::time::Instant;
 
-/// Requests that can wait at once, in every database together. A caller finding none free waits
-/// for one (each is held for one call).
-pub const SLOTS: usize = 64;
-
-/// Databases whose registry can run at once (one worker each).
-pub const WORKERS: usize = 8;
+/// Databases whose registry can run at once (a worker each); callers of another database wait
+/// for one of them to go idle or yield.
+pub const WORKERS: usize = 16;
 
 /// How long a worker waits for work before it exits.
 pub const IDLE_EXIT: Duration = Duration::from_secs(1);
 
-/// How long a worker may take to start before a waiting caller starts another.
-const START_TIMEOUT_US: i64 = 30_000_000;
+/// How long a caller waits for a free background worker slot before it fails.
+pub const SLOT_WAIT: Duration = Duration::from_secs(5);
 
-/// How many times one call starts a worker before it gives up.
-const MAX_STARTS: u32 = 3;
+/// How long a decision may take (a wait for the lineage's state file or a synchronous standby
+/// included) before the worker cancels it.
+const DECISION_TIMEOUT_MS: i32 = 30_000;
+
+/// An entry whose worker was registered but never came up within this long is forgotten.
+const START_TIMEOUT_US: i64 = 10_000_000;
+
+/// PostgreSQL's `STATEMENT_TIMEOUT` (utils/timeout.h, the same in 15 to 18), which pgrx does
+/// not bind: a background worker arms it itself.
+const STATEMENT_TIMEOUT: u32 = 3;
+
+extern "C-unwind" {
+    fn enable_timeout_after(id: u32, delay_ms: i32);
+    fn disable_timeout(id: u32, keep_indicator: bool);
+}
 
 /// What a call asks the registry.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -67,6 +85,9 @@ pub enum Kind {
 /// A name as PostgreSQL keeps it (`NAMEDATALEN` bytes with its terminator).
 pub type Name = [u8; 64];
 
+/// A holder's name: its bytes in the database's encoding.
+pub type Holder = [u8; crate::generator::lease::MAX_HOLDER_BYTES];
+
 /// A request, as the caller's session saw it: the calling role and the settings that apply to
 /// it (a role's `ALTER ROLE ... SET` values are its session's, not the worker's).
 #[derive(Clone, Copy)]
@@ -78,7 +99,7 @@ pub struct Ask {
     pub role_name: Name,
     /// The login role, which the HINTs name (`ALTER ROLE ... SET` takes effect there).
     pub session_role: Name,
-    pub holder: [u8; crate::generator::lease::MAX_HOLDER_BYTES],
+    pub holder: Holder,
     pub holder_len: u16,
     /// TTL in 4 ms units (checked by the caller against its `sno.lease_max_ttl`).
     pub ttl: i64,
@@ -89,39 +110,6 @@ pub struct Ask {
     pub lease_limit: i32,
     pub reserved_limit: i32,
     pub max_ttl_s: i32,
-}
-
-/// A lease as the registry granted or renewed it.
-#[derive(Clone, Copy)]
-#[repr(C)]
-pub struct Granted {
-    pub lease: i64,
-    pub token: [u8; 16],
-    pub partition: u16,
-    pub min: u16,
-    pub max: u16,
-    pub not_before: i64,
-    pub expires: i64,
-    pub renew_after: i64,
-    pub holder: [u8; crate::generator::lease::MAX_HOLDER_BYTES],
-    pub holder_len: u16,
-}
-
-impl Default for Granted {
-    fn default() -> Self {
-        Granted {
-            lease: 0,
-            token: [0; 16],
-            partition: 0,
-            min: 0,
-            max: 0,
-            not_before: 0,
-            expires: 0,
-            renew_after: 0,
-            holder: [0; crate::generator::lease::MAX_HOLDER_BYTES],
-            holder_len: 0,
-        }
-    }
 }
 
 impl Default for Ask {
@@ -140,6 +128,39 @@ impl Default for Ask {
             lease_limit: 0,
             reserved_limit: 0,
             max_ttl_s: 0,
+        }
+    }
+}
+
+/// A lease as the registry granted or renewed it.
+#[derive(Clone, Copy)]
+#[repr(C)]
+pub struct Granted {
+    pub lease: i64,
+    pub token: [u8; 16],
+    pub partition: u16,
+    pub min: u16,
+    pub max: u16,
+    pub not_before: i64,
+    pub expires: i64,
+    pub renew_after: i64,
+    pub holder: Holder,
+    pub holder_len: u16,
+}
+
+impl Default for Granted {
+    fn default() -> Self {
+        Granted {
+            lease: 0,
+            token: [0; 16],
+            partition: 0,
+            min: 0,
+            max: 0,
+            not_before: 0,
+            expires: 0,
+            renew_after: 0,
+            holder: [0; crate::generator::lease::MAX_HOLDER_BYTES],
+            holder_len: 0,
         }
     }
 }
@@ -210,32 +231,43 @@ const NO_WORKER: Worker = Worker {
     since: 0,
 };
 
-/// The queue in shared memory.
+/// The queue in shared memory: this header, then one [`Request`] per backend number.
 #[repr(C)]
 pub struct Queue {
     lock: *mut pg_sys::LWLock,
     next_seq: u64,
     workers: [Worker; WORKERS],
-    requests: [Request; SLOTS],
+    nrequests: u32,
 }
 
 // SAFETY: shared memory mapped at the same address in every process; every field is read and
 // written under `lock`.
 unsafe impl Sync for Queue {}
 
-/// Bytes of shared memory the queue needs.
-pub const fn size() -> usize {
-    core::mem::size_of::<Queue>()
+impl Queue {
+    fn requests(&mut self) -> &mut [Request] {
+        // SAFETY: the segment was sized for `nrequests` requests right after the header.
+        unsafe {
+            let first = (self as *mut Queue).add(1).cast::<Request>();
+            core::slice::from_raw_parts_mut(first, self.nrequests as usize)
+        }
+    }
+}
+
+/// Bytes of shared memory the queue needs for `backends` backends.
+pub const fn size(backends: usize) -> usize {
+    core::mem::size_of::<Queue>() + backends * core::mem::size_of::<Request>()
 }
 
 /// Sets up the queue in a new shared segment (the postmaster, at start and crash-restart).
 ///
 /// # Safety
-/// `q` points to `size()` bytes of shared memory nobody else uses yet.
-pub unsafe fn init(q: *mut Queue, lock: *mut pg_sys::LWLock) {
-    core::ptr::write_bytes(q.cast::<u8>(), 0, size());
+/// `q` points to `size(backends)` bytes of shared memory nobody else uses yet.
+pub unsafe fn init(q: *mut Queue, lock: *mut pg_sys::LWLock, backends: usize) {
+    core::ptr::write_bytes(q.cast::<u8>(), 0, size(backends));
     (*q).lock = lock;
     (*q).workers = [NO_WORKER; WORKERS];
+    (*q).nrequests = backends as u32;
 }
 
 fn queue() -> &'static mut Queue {
@@ -279,25 +311,32 @@ fn my_pid() -> i32 {
 
 // --- the caller's side ----------------------------------------------------------------------
 
-/// The slot this backend's request is in while it waits (for the exit callback), or
-/// `usize::MAX`. Atomics only for a safe static: a backend is single-threaded.
-static MINE: AtomicUsize = AtomicUsize::new(usize::MAX);
-static EXIT_HOOKED: AtomicBool = AtomicBool::new(false);
+/// This backend's request slot (its backend number).
+fn my_slot() -> usize {
+    let n =
+        shmem::my_slot_index().unwrap_or_else(|| error!("sno: this process has no backend number"));
+    if n >= queue().nrequests as usize {
+        error!("sno: backend number {n} is past the lease registry's queue");
+    }
+    n
+}
 
-/// Withdraws or abandons this backend's request, if it has one.
+static EXIT_HOOKED: AtomicBool = AtomicBool::new(false);
+static WAITING: AtomicBool = AtomicBool::new(false);
+
+/// Withdraws or abandons this backend's request, if it has one in flight.
 fn abandon() {
-    let i = MINE.swap(usize::MAX, Relaxed);
-    if i == usize::MAX {
+    if !WAITING.swap(false, Relaxed) {
         return;
     }
+    let (i, pid) = (my_slot(), my_pid());
     with_queue(|q| {
-        let r = &mut q.requests[i];
-        if r.owner != my_pid() {
+        let r = &mut q.requests()[i];
+        if r.owner != pid {
             return;
         }
         r.state = match r.state {
-            TAKEN => ABANDONED,
-            ABANDONED => ABANDONED,
+            TAKEN | ABANDONED => ABANDONED,
             // Queued: the worker never saw it. Done: granted, but nobody got it; it ends.
             _ => FREE,
         };
@@ -328,96 +367,115 @@ pub fn ask(a: Ask) -> Answer {
     answer
 }
 
+/// What the caller does next, decided under the queue's lock.
+// Copied once out of shared memory per call: no allocation on the way.
+#[allow(clippy::large_enum_variant)]
+enum Next {
+    Answer(Answer),
+    Start,
+    Wait,
+}
+
 fn wait_for_answer(a: Ask) -> Answer {
-    let db = my_database();
+    let (db, pid, slot) = (my_database(), my_pid(), my_slot());
     // SAFETY: MyLatch is this process's latch, in shared memory.
     let latch = unsafe { pg_sys::MyLatch };
-    let slot = loop {
-        let got = with_queue(|q| {
-            let i = q.requests.iter().position(|r| r.state == FREE)?;
-            q.next_seq += 1;
-            let seq = q.next_seq;
-            let r = &mut q.requests[i];
-            r.state = QUEUED;
-            r.owner = my_pid();
-            r.owner_latch = latch;
-            r.taker = 0;
-            r.database = db;
-            r.seq = seq;
-            r.ask = a;
-            Some(i)
-        });
-        if let Some(i) = got {
-            MINE.store(i, Relaxed);
-            break i;
-        }
+    // A request this backend abandoned earlier (a cancel) may still be with the worker: the
+    // slot is this backend's again once the worker is done with it.
+    while with_queue(|q| matches!(q.requests()[slot].state, TAKEN | ABANDONED)) {
         nap(10);
-    };
-    let mut starts = 0u32;
+    }
+    with_queue(|q| {
+        q.next_seq += 1;
+        let seq = q.next_seq;
+        let r = &mut q.requests()[slot];
+        *r = Request {
+            state: QUEUED,
+            owner: pid,
+            owner_latch: latch,
+            taker: 0,
+            database: db,
+            seq,
+            ask: a,
+            answer: Answer::Count(0),
+        };
+    });
+    WAITING.store(true, Relaxed);
+    // The worker this call started, while it comes up.
+    let mut started: Option<DynamicBackgroundWorker> = None;
     loop {
-        // Copied once out of shared memory per call: no allocation on the way.
-        #[allow(clippy::large_enum_variant)]
-        enum Next {
-            Answer(Answer),
-            Start,
-            Wait,
-        }
         let next = with_queue(|q| {
-            let r = &mut q.requests[slot];
+            let now = now_us();
+            // Entries of workers that never came up (a failed start of any database) go.
+            for w in q.workers.iter_mut() {
+                if w.database != 0 && w.pid == 0 && now - w.since > START_TIMEOUT_US {
+                    *w = NO_WORKER;
+                }
+            }
+            let r = &mut q.requests()[slot];
             if r.state == DONE {
                 r.state = FREE;
                 return Next::Answer(r.answer);
             }
-            let now = now_us();
-            match q.workers.iter_mut().find(|w| w.database == db) {
-                Some(w) if w.pid != 0 => {
-                    if r.state == QUEUED && !w.latch.is_null() {
+            let queued = r.state == QUEUED;
+            match q.workers.iter().position(|w| w.database == db) {
+                Some(i) => {
+                    let w = q.workers[i];
+                    if w.pid != 0 && queued && !w.latch.is_null() {
                         // SAFETY: a worker's latch lives as long as its entry.
                         unsafe { pg_sys::SetLatch(w.latch) };
                     }
                     Next::Wait
                 }
-                Some(w) if now - w.since < START_TIMEOUT_US => Next::Wait,
-                // A worker that never came up: start another.
-                Some(w) => {
-                    w.since = now;
-                    Next::Start
-                }
-                None if r.state == QUEUED => match q.workers.iter_mut().find(|w| w.database == 0) {
-                    Some(w) => {
-                        *w = Worker {
-                            database: db,
-                            pid: 0,
-                            latch: core::ptr::null_mut(),
-                            since: now,
-                        };
-                        Next::Start
+                // No worker (none yet, or it left: idle, or yielding to another database).
+                None if queued => {
+                    match q.workers.iter_mut().find(|w| w.database == 0) {
+                        Some(w) => {
+                            *w = Worker {
+                                database: db,
+                                pid: 0,
+                                latch: core::ptr::null_mut(),
+                                since: now,
+                            };
+                            Next::Start
+                        }
+                        // Every entry serves another database: one yields after its request.
+                        None => Next::Wait,
                     }
-                    // Every worker serves another database: wait for one to go idle.
-                    None => Next::Wait,
-                },
+                }
                 None => Next::Wait,
             }
         });
         match next {
             Next::Answer(a) => {
-                MINE.store(usize::MAX, Relaxed);
+                WAITING.store(false, Relaxed);
                 return a;
             }
-            Next::Start => {
-                starts += 1;
-                if let Err(why) = start_worker(db) {
-                    forget_worker(db);
+            Next::Start => match start_worker(db) {
+                Ok(h) => started = Some(h),
+                Err(why) => {
+                    forget_entry(db);
                     abandon();
                     raise_start_failure(why);
                 }
-                if starts > MAX_STARTS {
-                    forget_worker(db);
-                    abandon();
-                    raise_start_failure("it stopped before it took the call, more than once");
+            },
+            Next::Wait => {
+                // A worker this call started that stopped before it took its entry: it could
+                // not connect (the server log says why).
+                if let Some(h) = &started {
+                    match h.pid() {
+                        Ok(_) | Err(BackgroundWorkerStatus::NotYetStarted) => {}
+                        Err(_) => {
+                            if forget_entry(db) {
+                                abandon();
+                                raise_start_failure(StartFailure::Stopped);
+                            }
+                            started = None;
+                        }
+                    }
                 }
+                nap(100);
             }
-            Next::Wait => nap(100),
         }
     }
 }
@@ -437,40 +495,78 @@ fn nap(ms: i64) {
     pgrx::check_for_interrupts!();
 }
 
-fn forget_worker(db: u32) {
+/// Forgets `db`'s entry if its worker never came up; whether there was one.
+fn forget_entry(db: u32) -> bool {
     with_queue(|q| {
+        let mut found = false;
         for w in q.workers.iter_mut() {
             if w.database == db && w.pid == 0 {
                 *w = NO_WORKER;
+                found = true;
             }
         }
-    });
+        found
+    })
 }
 
-/// Starts this database's worker and waits until the postmaster has started it.
-fn start_worker(db: u32) -> Result<(), &'static str> {
-    let handle = BackgroundWorkerBuilder::new("sno lease registry")
-        .set_type("sno lease registry")
-        .set_library("sno")
-        .set_function("sno_lease_registry_main")
-        .set_argument(Some(pg_sys::Datum::from(db)))
-        .enable_spi_access()
-        .set_start_time(pgrx::bgworkers::BgWorkerStartTime::RecoveryFinished)
-        .set_restart_time(None)
-        .set_notify_pid(my_pid())
-        .load_dynamic()
-        .map_err(|_| "no background worker slot is free (max_worker_processes)")?;
-    match handle.wait_for_startup() {
-        Ok(_) => Ok(()),
-        Err(_) => Err("the postmaster could not start it"),
+/// Why a worker could not be started.
+#[derive(Clone, Copy)]
+pub enum StartFailure {
+    /// No background worker slot was free for [`SLOT_WAIT`].
+    NoSlot,
+    /// It stopped before it took its entry (it could not connect to the database).
+    Stopped,
+    /// The postmaster died or could not start it.
+    NotStarted,
+}
+
+/// Starts this database's worker, waiting up to [`SLOT_WAIT`] for a free slot (a parallel query
+/// may hold them for a moment), and until the postmaster has started it.
+fn start_worker(db: u32) -> Result<DynamicBackgroundWorker, StartFailure> {
+    let t0 = Instant::now();
+    loop {
+        let h = BackgroundWorkerBuilder::new("sno lease registry")
+            .set_type("sno lease registry")
+            .set_library("sno")
+            .set_function("sno_lease_registry_main")
+            .set_argument(Some(pg_sys::Datum::from(db)))
+            .enable_spi_access()
+            .set_start_time(pgrx::bgworkers::BgWorkerStartTime::RecoveryFinished)
+            .set_restart_time(None)
+            .set_notify_pid(my_pid())
+            .load_dynamic();
+        match h {
+            Ok(h) => {
+                return match h.wait_for_startup() {
+                    Ok(_) | Err(BackgroundWorkerStatus::Stopped) => Ok(h),
+                    Err(_) => Err(StartFailure::NotStarted),
+                }
+            }
+            Err(_) if t0.elapsed() < SLOT_WAIT => nap(100),
+            Err(_) => return Err(StartFailure::NoSlot),
+        }
     }
 }
 
-fn raise_start_failure(why: &str) -> ! {
-    crate::pg::errors::raise(crate::pg::errors::Problem::LeaseRegistryNotStarted {
+fn raise_start_failure(why: StartFailure) -> ! {
+    use crate::pg::errors::{raise, Problem};
+    // SAFETY: plain reads of server globals.
+    let (mwp, mpw) = unsafe { (pg_sys::max_worker_processes, pg_sys::max_parallel_workers) };
+    let parallel = match why {
+        StartFailure::NoSlot => Spi::get_one::<i64>(
+            "SELECT pg_catalog.count(*) FROM pg_catalog.pg_stat_activity \
+             WHERE backend_type OPERATOR(pg_catalog.=) 'parallel worker'",
+        )
+        .ok()
+        .flatten()
+        .unwrap_or(0) as i32,
+        _ => 0,
+    };
+    raise(Problem::LeaseRegistryNotStarted {
         why,
-        // SAFETY: plain read of a server global.
-        max_worker_processes: unsafe { pg_sys::max_worker_processes },
+        max_worker_processes: mwp,
+        max_parallel_workers: mpw,
+        parallel_now: parallel,
     })
 }
 
@@ -537,21 +633,22 @@ pub fn name_str(n: &Name) -> String {
     String::from_utf8_lossy(&n[..len]).into_owned()
 }
 
-/// The worker's entry for this database, claimed at start: false if another worker serves it.
+/// The worker's entry for this database, claimed at start: false if another worker serves it
+/// or no entry is free.
 fn claim_entry(db: u32) -> bool {
+    // SAFETY: MyLatch is this process's latch.
     let (pid, latch, now) = (my_pid(), unsafe { pg_sys::MyLatch }, now_us());
     with_queue(|q| {
         if q.workers.iter().any(|w| w.database == db && w.pid != 0) {
             return false;
         }
-        let w = match q.workers.iter_mut().position(|w| w.database == db) {
-            Some(i) => &mut q.workers[i],
-            None => match q.workers.iter_mut().position(|w| w.database == 0) {
-                Some(i) => &mut q.workers[i],
-                None => return false,
-            },
-        };
-        *w = Worker {
+        let i = q
+            .workers
+            .iter()
+            .position(|w| w.database == db)
+            .or_else(|| q.workers.iter().position(|w| w.database == 0));
+        let Some(i) = i else { return false };
+        q.workers[i] = Worker {
             database: db,
             pid,
             latch,
@@ -576,20 +673,30 @@ unsafe extern "C-unwind" fn on_worker_exit(_code: i32, _arg: pg_sys::Datum) {
                 *w = NO_WORKER;
             }
         }
-        for r in q.requests.iter_mut() {
-            if r.taker == pid && matches!(r.state, TAKEN | ABANDONED) {
-                if r.state == TAKEN {
-                    r.answer = Answer::Failed(f);
-                    r.state = DONE;
-                    if !r.owner_latch.is_null() {
-                        pg_sys::SetLatch(r.owner_latch);
-                    }
-                } else {
-                    r.state = FREE;
+        for r in q.requests().iter_mut() {
+            if r.taker == pid && r.state == TAKEN {
+                r.answer = Answer::Failed(f);
+                r.state = DONE;
+                if !r.owner_latch.is_null() {
+                    pg_sys::SetLatch(r.owner_latch);
                 }
+            } else if r.taker == pid && r.state == ABANDONED {
+                r.state = FREE;
             }
         }
     });
+}
+
+/// Whether a caller of a database with no worker entry waits while every entry is taken: this
+/// worker then yields its entry after its request.
+fn others_waiting(q: &mut Queue, db: u32) -> bool {
+    let workers = q.workers;
+    workers.iter().all(|w| w.database != 0)
+        && q.requests().iter().any(|r| {
+            r.state == QUEUED
+                && r.database != db
+                && !workers.iter().any(|w| w.database == r.database)
+        })
 }
 
 /// The registry's worker for one database (its OID is the argument).
@@ -598,29 +705,29 @@ unsafe extern "C-unwind" fn on_worker_exit(_code: i32, _arg: pg_sys::Datum) {
 pub extern "C-unwind" fn sno_lease_registry_main(arg: pg_sys::Datum) {
     BackgroundWorker::attach_signal_handlers(SignalWakeFlags::SIGHUP | SignalWakeFlags::SIGTERM);
     let db = arg.value() as u32;
+    // SAFETY: registers an exit callback once for this process (before the connection, which
+    // may fail: its entry is forgotten then too).
+    unsafe { pg_sys::before_shmem_exit(Some(on_worker_exit), pg_sys::Datum::from(0)) };
     BackgroundWorker::connect_worker_to_spi_by_oid(Some(pg_sys::Oid::from(db)), None);
-    // Its own transactions: read committed (each statement sees what committed before it, the
-    // table lock's waits included), writable, flushed locally at commit and not waiting for a
-    // synchronous standby (a promoted standby never grants from its old primary's partitions),
-    // bounded waits for locks, nothing another role put on a search path.
+    // Its own transactions: read committed (each statement sees what committed before it),
+    // writable, flushed locally at commit and not waiting for a synchronous standby (a promoted
+    // standby never grants from its old primary's partitions), bounded waits for locks, nothing
+    // another role put on a search path.
     for (name, value) in [
         (c"default_transaction_isolation", c"read committed"),
         (c"default_transaction_read_only", c"off"),
         (c"synchronous_commit", c"local"),
         (c"lock_timeout", c"5s"),
-        (c"statement_timeout", c"30s"),
         (c"idle_in_transaction_session_timeout", c"0"),
         (c"search_path", c"pg_catalog, pg_temp"),
         (c"session_replication_role", c"origin"),
     ] {
         set(name, value);
     }
-    // SAFETY: registers an exit callback once for this process.
-    unsafe { pg_sys::before_shmem_exit(Some(on_worker_exit), pg_sys::Datum::from(0)) };
     if !claim_entry(db) {
         return;
     }
-    let mut idle_since = now_us();
+    let mut idle_since = Instant::now();
     loop {
         if BackgroundWorker::sigterm_received() {
             break;
@@ -630,10 +737,10 @@ pub extern "C-unwind" fn sno_lease_registry_main(arg: pg_sys::Datum) {
             unsafe { pg_sys::ProcessConfigFile(pg_sys::GucContext::PGC_SIGHUP) };
         }
         let pid = my_pid();
-        let idle_for = Duration::from_micros((now_us() - idle_since).max(0) as u64);
+        let idle = idle_since.elapsed() >= IDLE_EXIT;
         let taken = with_queue(|q| {
             let next = q
-                .requests
+                .requests()
                 .iter()
                 .enumerate()
                 .filter(|(_, r)| r.state == QUEUED && r.database == db)
@@ -641,46 +748,72 @@ pub extern "C-unwind" fn sno_lease_registry_main(arg: pg_sys::Datum) {
                 .map(|(i, _)| i);
             match next {
                 Some(i) => {
-                    let r = &mut q.requests[i];
+                    let r = &mut q.requests()[i];
                     r.state = TAKEN;
                     r.taker = pid;
                     Some((i, r.ask))
                 }
                 None => {
-                    if idle_for >= IDLE_EXIT {
+                    if idle {
                         // Leaves under the lock: a caller queueing after this starts another.
-                        for w in q.workers.iter_mut() {
-                            if w.pid == pid {
-                                *w = NO_WORKER;
-                            }
-                        }
+                        leave(q, pid);
                     }
                     None
                 }
             }
         });
         let Some((i, a)) = taken else {
-            if idle_for >= IDLE_EXIT {
+            if idle {
                 break;
             }
             BackgroundWorker::wait_latch(Some(Duration::from_millis(100)));
             continue;
         };
         let answer = super::lease_registry::decide(&a);
-        with_queue(|q| {
-            let r = &mut q.requests[i];
-            match r.state {
-                TAKEN => {
-                    r.answer = answer;
-                    r.state = DONE;
-                    // SAFETY: the owner's latch lives as long as its process, which abandons
-                    // its slot before it exits.
-                    unsafe { pg_sys::SetLatch(r.owner_latch) };
-                }
-                _ => r.state = FREE,
+        let lock_timeout = matches!(answer, Answer::Failed(f)
+            if f.code == PgSqlErrorCode::ERRCODE_LOCK_NOT_AVAILABLE as i32);
+        let yield_entry = with_queue(|q| {
+            let r = &mut q.requests()[i];
+            if r.state == TAKEN {
+                r.answer = answer;
+                r.state = DONE;
+                // SAFETY: the owner's latch lives as long as its process, which abandons its
+                // slot before it exits.
+                unsafe { pg_sys::SetLatch(r.owner_latch) };
+            } else {
+                r.state = FREE;
             }
+            // The registry's tables were locked for the whole lock timeout: the calls queued
+            // now would wait for the same lock one after another; they get the same answer.
+            if lock_timeout {
+                for r in q.requests().iter_mut() {
+                    if r.state == QUEUED && r.database == db {
+                        r.answer = answer;
+                        r.state = DONE;
+                        // SAFETY: as above.
+                        unsafe { pg_sys::SetLatch(r.owner_latch) };
+                    }
+                }
+            }
+            let yield_entry = others_waiting(q, db);
+            if yield_entry {
+                leave(q, pid);
+            }
+            yield_entry
         });
-        idle_since = now_us();
+        if yield_entry {
+            break;
+        }
+        idle_since = Instant::now();
+    }
+}
+
+/// Gives up this worker's entry (under the queue's lock).
+fn leave(q: &mut Queue, pid: i32) {
+    for w in q.workers.iter_mut() {
+        if w.pid == pid {
+            *w = NO_WORKER;
+        }
     }
 }
 
@@ -697,15 +830,17 @@ fn set(name: &CStr, value: &CStr) {
     };
 }
 
-/// Runs `f` in a transaction of its own: committed if it returns, rolled back (its error
-/// turned into a [`Failure`]) if it raises.
+/// Runs `f` in a transaction of its own, within [`DECISION_TIMEOUT_MS`]: committed if it
+/// returns, rolled back (its error turned into a [`Failure`]) if it raises.
 pub fn in_transaction(f: impl FnOnce() -> Answer + std::panic::UnwindSafe) -> Answer {
     // SAFETY: a background worker between transactions; SPI needs an outer snapshot, and every
-    // registry statement takes a new one of its own (lease_registry's `run`).
+    // registry statement takes a new one of its own (lease_registry's `run`). The statement
+    // timeout is armed as PostgreSQL arms it for a client's statement.
     unsafe {
         pg_sys::SetCurrentStatementStartTimestamp();
         pg_sys::StartTransactionCommand();
         pg_sys::PushActiveSnapshot(pg_sys::GetTransactionSnapshot());
+        enable_timeout_after(STATEMENT_TIMEOUT, DECISION_TIMEOUT_MS);
     }
     let answer = PgTryBuilder::new(move || {
         let a = f();
@@ -721,7 +856,11 @@ pub fn in_transaction(f: impl FnOnce() -> Answer + std::panic::UnwindSafe) -> An
             pgrx::pg_sys::panic::CaughtError::PostgresError(r)
             | pgrx::pg_sys::panic::CaughtError::ErrorReport(r)
             | pgrx::pg_sys::panic::CaughtError::RustPanic { ereport: r, .. } => {
-                failure(r.sql_error_code(), r.message(), r.detail(), r.hint())
+                if r.sql_error_code() == PgSqlErrorCode::ERRCODE_LOCK_NOT_AVAILABLE {
+                    lock_failure()
+                } else {
+                    failure(r.sql_error_code(), r.message(), r.detail(), r.hint())
+                }
             }
         };
         // SAFETY: rolls back whatever the failed decision did (its locks, its snapshots).
@@ -729,7 +868,20 @@ pub fn in_transaction(f: impl FnOnce() -> Answer + std::panic::UnwindSafe) -> An
         Answer::Failed(f)
     })
     .execute();
-    // SAFETY: statistics as a backend sends them between statements.
-    unsafe { pg_sys::pgstat_report_stat(false) };
+    // SAFETY: disarms the timeout; statistics as a backend sends them between statements.
+    unsafe {
+        disable_timeout(STATEMENT_TIMEOUT, false);
+        pg_sys::pgstat_report_stat(false);
+    }
     answer
+}
+
+/// The answer to a decision that waited `lock_timeout` for a lock on the registry's tables.
+fn lock_failure() -> Failure {
+    failure(
+        PgSqlErrorCode::ERRCODE_LOCK_NOT_AVAILABLE,
+        "the sno lease registry of this database waited 5 s for a lock on its tables",
+        Some("Another session holds a lock on sno_internal.leases, sno_internal.lease_partitions or sno_internal.lease_ledger that conflicts with writing them (LOCK TABLE, VACUUM FULL, ALTER TABLE, CREATE INDEX, TRUNCATE): every call of this database queued now got this answer."),
+        Some("Find that session: SELECT l.pid, l.mode, a.usename, a.state, a.query FROM pg_locks l JOIN pg_stat_activity a USING (pid) WHERE l.relation IN ('sno_internal.leases'::regclass, 'sno_internal.lease_partitions'::regclass, 'sno_internal.lease_ledger'::regclass) AND l.granted; end its transaction, then call again."),
+    )
 }
