@@ -37,7 +37,9 @@ CITUS_VERSION=13.2.2
 CITUS_PRELOAD=shared_preload_libraries=citus,sno
 
 # citus_shared: the folder of Citus's sources.
-citus_shared() { echo "${SNO_SHARED:-$SNO_ROOT/../shared}/citus"; }
+# (tests/client/lib.bash's shared_dir: $SNO_SHARED, ../shared, or beside the repository a clean
+# clone came from, as a CI run's is.)
+citus_shared() { echo "$(shared_dir "$SNO_ROOT")/citus"; }
 
 # citus_installed_version PG_CONFIG: the version of the citus.so installed there, if any.
 citus_installed_version() {

@@ -21,7 +21,9 @@ TIMESCALEDB_VERSION=2.28.3
 SNO_ROOT="${SNO_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
 
 # timescaledb_shared: the folder of TimescaleDB's sources.
-timescaledb_shared() { echo "${SNO_SHARED:-$SNO_ROOT/../shared}/timescaledb"; }
+# (tests/client/lib.bash's shared_dir: $SNO_SHARED, ../shared, or beside the repository a clean
+# clone came from, as a CI run's is.)
+timescaledb_shared() { echo "$(shared_dir "$SNO_ROOT")/timescaledb"; }
 
 # timescaledb_installed PG_CONFIG: whether that PostgreSQL has this version's library.
 timescaledb_installed() { [[ -f "$("$1" --pkglibdir)/timescaledb-$TIMESCALEDB_VERSION.so" ]]; }
