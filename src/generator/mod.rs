@@ -13,6 +13,9 @@
 //! - [`forecast`]: what the next `sno_generate` would do, told without doing it (the views);
 //! - [`lease`]: partition leases for generators outside the database: which (partition, slice,
 //!   window) the registry grants, renews and refuses, so that no two leases can stamp one ID;
+//! - [`server`]: a running server's generator: when to judge, write and refuse, and the slow
+//!   path of `sno_generate`, over a host (the glue's shared memory and files, or a model's
+//!   memory);
 //! - [`lineage`]: which partitions a data directory and the servers it shares history with
 //!   (standbys, copies, upgrades) have used, and what a server may do about them.
 
@@ -22,6 +25,7 @@ pub mod lease;
 pub mod lineage;
 pub mod lost;
 pub mod reserved;
+pub mod server;
 pub mod state_file;
 pub mod timeline;
 pub mod wal_record;

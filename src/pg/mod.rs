@@ -113,6 +113,7 @@ pub extern "C-unwind" fn _PG_init() {
             errors::raise(errors::Problem::BadSlice { min, max, why });
         }
         shmem::init();
+        generator::lease_worker::init();
         wal::init();
         worker::init();
     }

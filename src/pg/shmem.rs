@@ -10,10 +10,10 @@
 //! stores (plain moves on x86-64), and read by the monitoring functions.
 
 use crate::generator::lineage::{Partitions, State, NO_GROUP};
+use crate::generator::server::{FileState, Memory};
 use crate::generator::state_file;
 use crate::generator::timeline::{Cursor, Slice, Timeline};
 use crate::pg::errors::{self, Problem};
-use crate::pg::generator::lease_worker::{self, Queue as LeaseQueue};
 use core::cell::UnsafeCell;
 use core::sync::atomic::{
     AtomicBool, AtomicI32, AtomicI64, AtomicPtr, AtomicU32, AtomicU64, Ordering,
@@ -22,8 +22,6 @@ use pgrx::pg_sys;
 use pgrx::prelude::*;
 
 const NAME: &core::ffi::CStr = c"sno";
-/// The lease registry's queue's segment.
-const QUEUE_NAME: &core::ffi::CStr = c"sno lease registry";
 
 /// The cursor, alone on its cache line: every ID increments it, and nothing else should pay
 /// for that traffic.
@@ -55,7 +53,7 @@ pub struct Shared {
     /// A renewal of the durable horizon was asked for and not yet taken up by the worker.
     pub renew_wanted: AtomicBool,
     /// Everything that changes only under `lock`.
-    pub guarded: UnsafeCell<Guarded>,
+    pub guarded: UnsafeCell<Memory>,
     /// A copy of `guarded.lineage` for the monitoring functions, which take no lock that
     /// `sno_generate` waits for: [`set_lineage`] (under `lock`, so one writer at a time)
     /// rewrites it between two increments of `lineage_seq`, which is odd meanwhile, and a
@@ -124,29 +122,12 @@ pub struct Shared {
 /// [`Shared::lost_source`] of a start that found a usable state file.
 pub const NOT_LOST: i64 = i64::MIN;
 
-/// The part of the shard table read and written only under its lock.
-#[repr(C)]
-pub struct Guarded {
-    /// The server's timeline.
-    pub timeline: Timeline,
-    /// Units the cursor was opened on.
-    pub units_opened: u64,
-    /// What this data directory knows of its lineage ([`crate::generator::lineage`]).
-    pub lineage: State,
-    /// The (WAL timeline, source of the partition) the lineage was last judged for, the source
-    /// as [`crate::pg::generator::durable::source_key`]; generation judges again when either
-    /// changes. `u32::MAX`: never judged.
-    pub judged: (u32, i64),
-    /// The lineage state changed and must be written before the next ID.
-    pub dirty: bool,
-}
-
-/// The durable state was read (or created): IDs may be made.
-pub const STATE_READY: u32 = 0;
+/// [`Shared::state`]: the durable state was read (or created): IDs may be made.
+pub const STATE_READY: u32 = FileState::Ready as u32;
 /// There is no state file: a new cluster, or a lost file.
-pub const STATE_MISSING: u32 = 1;
+pub const STATE_MISSING: u32 = FileState::Missing as u32;
 /// The state file exists but cannot be used.
-pub const STATE_BROKEN: u32 = 2;
+pub const STATE_BROKEN: u32 = FileState::Broken as u32;
 
 impl Shared {
     /// Why the state file could not be used.
@@ -187,13 +168,6 @@ impl Slot {
 }
 
 static SHARED: AtomicPtr<Shared> = AtomicPtr::new(core::ptr::null_mut());
-/// The lease registry's queue ([`crate::pg::generator::lease_worker`]), a segment of its own.
-static LEASE_QUEUE: AtomicPtr<LeaseQueue> = AtomicPtr::new(core::ptr::null_mut());
-
-/// The lease registry's queue, null when the library was not preloaded.
-pub fn lease_queue() -> *mut LeaseQueue {
-    LEASE_QUEUE.load(Ordering::Relaxed)
-}
 static PRELOADED: AtomicBool = AtomicBool::new(false);
 
 // SAFETY: the pointers inside Shared point into shared memory mapped at the same address in
@@ -222,7 +196,7 @@ pub fn slots(s: &'static Shared) -> &'static [Slot] {
     }
 }
 
-/// Units the cursor was opened on since start-up ([`Guarded::units_opened`]).
+/// Units the cursor was opened on since start-up ([`Memory::units_opened`]).
 pub fn units_opened(s: &'static Shared) -> u64 {
     locked(s, |g| g.units_opened)
 }
@@ -231,7 +205,7 @@ pub fn units_opened(s: &'static Shared) -> u64 {
 /// PostgreSQL's WAL insertion) releases the lock through the transaction abort.
 /// What `f` noted for the server log ([`errors::log_later`]) is written after the lock is
 /// released.
-pub fn locked<R>(s: &'static Shared, f: impl FnOnce(&mut Guarded) -> R) -> R {
+pub fn locked<R>(s: &'static Shared, f: impl FnOnce(&mut Memory) -> R) -> R {
     // SAFETY: the lock protects the cell.
     let r = unsafe {
         pg_sys::LWLockAcquire(s.lock, pg_sys::LWLockMode::LW_EXCLUSIVE);
@@ -274,7 +248,7 @@ pub fn lineage_snapshot(s: &Shared) -> State {
 
 /// A copy of what `f` reads of the guarded state, under the LWLock in shared mode: for the
 /// monitoring functions, which must not hold up `sno_generate` (nor each other).
-pub fn read<R>(s: &'static Shared, f: impl FnOnce(&Guarded) -> R) -> R {
+pub fn read<R>(s: &'static Shared, f: impl FnOnce(&Memory) -> R) -> R {
     // SAFETY: the lock protects the cell; shared mode: nobody writes it meanwhile.
     unsafe {
         pg_sys::LWLockAcquire(s.lock, pg_sys::LWLockMode::LW_SHARED);
@@ -327,7 +301,7 @@ pub fn new_epoch(s: &Shared) {
 }
 
 /// Slots to allocate: one per backend number a backend can have.
-fn slot_count() -> usize {
+pub(crate) fn slot_count() -> usize {
     // SAFETY: plain reads of server globals, set before shared memory is requested.
     unsafe { pg_sys::MaxBackends as usize }
 }
@@ -366,9 +340,8 @@ static mut PREV_STARTUP: pg_sys::shmem_startup_hook_type = None;
 
 unsafe fn request() {
     pg_sys::RequestAddinShmemSpace(segment_size());
-    pg_sys::RequestAddinShmemSpace(lease_worker::size(slot_count()));
-    // The shard table's lock, the writer lock, the lease registry's queue's lock.
-    pg_sys::RequestNamedLWLockTranche(NAME.as_ptr(), 3);
+    // The shard table's lock and the writer lock.
+    pg_sys::RequestNamedLWLockTranche(NAME.as_ptr(), 2);
 }
 
 #[pg_guard]
@@ -445,9 +418,14 @@ pub fn fsync_enabled() -> bool {
     unsafe { pg_sys::enableFsync }
 }
 
-/// Installs `st` as the lineage state and updates the derived partition. Under the lock.
-pub fn set_lineage(s: &Shared, g: &mut Guarded, st: State) {
+/// Installs `st` as the lineage state. Under the lock.
+pub fn set_lineage(s: &Shared, g: &mut Memory, st: State) {
     g.lineage = st;
+    publish_lineage(s, st);
+}
+
+/// The monitoring functions' copy of the lineage state, rewritten. Under the lock (one writer).
+pub fn publish_lineage(s: &Shared, st: State) {
     // The monitoring copy: odd while it is being rewritten.
     s.lineage_seq.fetch_add(1, Ordering::Relaxed);
     core::sync::atomic::fence(Ordering::Release);
@@ -619,7 +597,7 @@ fn forget_loss(dir: &std::path::Path) {
 /// Runs `f` on the guarded state under the LWLock, writing nothing to the client or the log
 /// (for a call being unwound after an ERROR); not at all if this backend holds the lock
 /// already (an ERROR raised under it: taking it again would wait for ever).
-pub fn locked_silently(s: &'static Shared, f: impl FnOnce(&mut Guarded)) {
+pub fn locked_silently(s: &'static Shared, f: impl FnOnce(&mut Memory)) {
     // SAFETY: plain LWLock use; the lock protects the cell.
     unsafe {
         if pg_sys::LWLockHeldByMe(s.lock) {
@@ -635,7 +613,7 @@ pub fn locked_silently(s: &'static Shared, f: impl FnOnce(&mut Guarded)) {
 
 /// `AddinShmemInitLock`, found by its name among PostgreSQL's individual LWLocks (a macro for
 /// `&MainLWLockArray[N].lock` in C, which bindings do not carry).
-unsafe fn addin_shmem_init_lock() -> *mut pg_sys::LWLock {
+pub(crate) unsafe fn addin_shmem_init_lock() -> *mut pg_sys::LWLock {
     // The individual locks come first in MainLWLockArray, their tranche IDs equal to their
     // index; there are fewer than 100 of them in every supported major.
     for i in 0..100u16 {
@@ -654,7 +632,6 @@ unsafe extern "C-unwind" fn on_startup() {
     }
     // At a crash-restart the old segment is gone: nothing may use it until the new one is set.
     SHARED.store(core::ptr::null_mut(), Ordering::Relaxed);
-    LEASE_QUEUE.store(core::ptr::null_mut(), Ordering::Relaxed);
     let init_lock = addin_shmem_init_lock();
     pg_sys::LWLockAcquire(init_lock, pg_sys::LWLockMode::LW_EXCLUSIVE);
     let mut found = false;
@@ -679,7 +656,7 @@ unsafe extern "C-unwind" fn on_startup() {
             lineage_view: UnsafeCell::new(State::fresh(sysid, 0, 0, 0)),
             lineage_seq: AtomicU64::new(0),
             round: AtomicU64::new(0),
-            guarded: UnsafeCell::new(Guarded {
+            guarded: UnsafeCell::new(Memory {
                 timeline: Timeline::new(slice),
                 units_opened: 0,
                 lineage: State::fresh(sysid, 0, 0, 0),
@@ -709,16 +686,5 @@ unsafe extern "C-unwind" fn on_startup() {
         restore_state(&mut *p);
     }
     SHARED.store(p, Ordering::Relaxed);
-    let q = pg_sys::ShmemInitStruct(
-        QUEUE_NAME.as_ptr(),
-        lease_worker::size(slot_count()),
-        &mut found,
-    )
-    .cast::<LeaseQueue>();
-    if !found {
-        let locks = pg_sys::GetNamedLWLockTranche(NAME.as_ptr());
-        lease_worker::init(q, &raw mut (*locks.add(2)).lock, slot_count());
-    }
-    LEASE_QUEUE.store(q, Ordering::Relaxed);
     pg_sys::LWLockRelease(init_lock);
 }

@@ -1,196 +1,78 @@
 //! The durable state: the lineage judged before IDs are made, the state file and WAL record
 //! written before the IDs they cover, their redo, and `sno_generator_initialize`.
 
-use super::hot::{self, SlowError, HORIZON_AHEAD, HORIZON_MARGIN};
+use super::host::{put_file, source, PgHost};
 use super::wal_timeline;
-use crate::generator::citus::{Node, Source};
-use crate::generator::lineage::{GrantRefusal, Refusal, NO_GROUP};
-use crate::generator::timeline::{Persisted, Timeline};
-use crate::id::layout::MAX_UNITS;
+use crate::generator::citus::Source;
+use crate::generator::lineage::{GrantRefusal, Refusal};
+use crate::generator::server::{self, FileState, SlowError};
+use crate::generator::timeline::Timeline;
 use crate::pg::errors::{self, Problem};
 
+use crate::generator::server::Memory;
 use crate::pg::gucs;
-use crate::pg::shmem::{self, Guarded, Shared};
+use crate::pg::shmem::{self, Shared};
 use core::sync::atomic::Ordering::Relaxed;
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 
-/// Where the partition comes from now: `sno.partition`, else what a backend read in Citus's
-/// catalog, else derived.
-pub(super) fn source(s: &Shared) -> Source {
-    match (gucs::partition(), crate::pg::citus::published(s)) {
-        (Some(p), _) => Source::Explicit(p),
-        (None, Some(node)) => Source::Citus(node),
-        (None, None) => Source::Derived,
-    }
-}
-
-/// A number for `source`, kept in [`Guarded::judged`]: the partition (0..=65535), -1 for a
-/// derived one, below for what Citus said.
-pub fn source_key(source: Source) -> i64 {
-    match source {
-        Source::Explicit(p) => i64::from(p),
-        Source::Derived => -1,
-        Source::Citus(Node::NotActivated) => -2,
-        Source::Citus(Node::Group(g)) => -3 - i64::from(g),
-    }
-}
-
 /// Makes sure the lineage state was judged for the current WAL timeline and source of the
-/// partition ([`crate::generator::lineage::State::judge_source`]) before IDs are made. Under
-/// the lock.
+/// partition before IDs are made ([`server::judge`]). Under the lock.
 pub(super) fn judge(
     s: &'static Shared,
-    g: &mut Guarded,
+    g: &mut Memory,
     timeline: u32,
     take_over: bool,
 ) -> Result<(), SlowError> {
-    let source = source(s);
-    let status = s.state.load(Relaxed);
-    if status != shmem::STATE_READY {
-        // Without the state, an explicit partition or a Citus group's generation could repeat
-        // what the lost file covered; on a server with Citus, a session in another database
-        // must not start the state afresh either (the group's generations would be forgotten).
-        if !matches!(source, Source::Derived) || crate::pg::citus::loaded() {
-            return Err(SlowError::State(status));
-        }
-        // A derived partition needs nothing from the lost state: the incarnation drawn at
-        // start-up gives a new partition, different from every one the lineage is known to
-        // have used.
-        s.state.store(shmem::STATE_READY, Relaxed);
-        g.dirty = true;
-        g.judged = (u32::MAX, -1);
-        // But the reserved partitions granted are forgotten with the file: none is granted
-        // until a superuser has had every database's sno_reserved_grants read back
-        // (sno_reserved_relearn) and says so (take_over).
-        let mut st = g.lineage;
-        st.grants_blocked = true;
-        st.grants_blocked_lasting = true;
-        shmem::set_lineage(s, g, st);
-        let lost = if status == shmem::STATE_MISSING {
-            "the generator state file was missing".to_string()
-        } else {
-            format!("the generator state file was unusable ({})", s.reason())
-        };
-        errors::log_later(Problem::NewDerivedPartition { lost: &lost });
-    }
-    let key = (timeline, source_key(source));
-    if g.judged == key && !g.lineage.copied && !take_over {
-        return Ok(());
-    }
-    let mut st = g.lineage;
-    match st.judge_source(timeline, source, take_over, shmem::draw) {
-        Err(r) => Err(SlowError::Refused(r)),
-        Ok(j) => {
-            // Closes the cursor: no backend goes on with what it read before this judgment.
-            g.timeline.absorb(j.absorb, &s.hot.cursor);
-            g.dirty |= j.changed;
-            shmem::set_lineage(s, g, st);
-            s.partition.store(j.partition as u32, Relaxed);
-            let group = match source {
-                Source::Explicit(_) => NO_GROUP,
-                _ => st.citus_group,
-            };
-            s.citus_group.store(group, Relaxed);
-            shmem::new_epoch(s);
-            g.judged = key;
-            if j.took_over {
-                let p = Problem::TookOver {
-                    partition: j.partition,
-                    by_take_over: take_over,
-                };
-                // At a promotion it is the server's news, not the session's that noticed it.
-                if take_over {
-                    errors::warn_later(p);
-                } else {
-                    errors::log_later(p);
-                }
-            }
-            Ok(())
-        }
-    }
+    server::judge(&PgHost(s), g, timeline, take_over)
 }
 
-/// Judges the lineage for the current configuration and WAL timeline, and writes the durable
-/// state if it changed or a renewal of the horizon is due (the background worker's job, see
-/// [`crate::pg::worker`]). When no unit was opened since the worker's last look (`*opened`,
-/// [`Guarded::units_opened`] then), the server is idle: the worker writes the idle lease
-/// ([`crate::generator::timeline::Timeline::idle_lease`], `sno.idle_horizon` past the clock)
-/// once, so that the first ID after a pause does not wait for a write. Errors are logged, not
-/// raised: `sno_generate` raises them to the user. Returns whether no lease is on disk yet (the
-/// worker then looks again soon, so that it is written well within the short horizon).
+/// The `sno lineage` worker's look ([`server::settle`], see [`crate::pg::worker`]): judges the
+/// lineage and writes what is due (a changed lineage, a renewal, the idle lease). Errors are
+/// logged, not raised: `sno_generate` raises them to the user. Returns whether no lease is on
+/// disk yet (the worker then looks again soon).
 pub fn settle(s: &'static Shared, opened: &mut u64) -> bool {
     s.renew_wanted.store(false, Relaxed);
     // SAFETY: reads a shared flag.
     if unsafe { pg_sys::RecoveryInProgress() } || s.state.load(Relaxed) != shmem::STATE_READY {
         return false;
     }
-    let timeline = wal_timeline();
-    let lead = gucs::idle_horizon_units();
-    let idle = shmem::locked(s, |g| {
-        judge(s, g, timeline, false).ok();
-        let idle = g.units_opened == *opened;
-        *opened = g.units_opened;
-        idle
-    });
-    let plan = |g: &Guarded| {
-        let now = hot::clock_units();
-        let tl = &g.timeline;
-        if g.dirty {
-            return Some((next_durable(tl), false));
+    let h = PgHost(s);
+    let written = server::settle(
+        &h,
+        wal_timeline(),
+        opened,
+        gucs::idle_horizon_units(),
+        |w| shmem::writing(s, w),
+    );
+    match written {
+        Ok(soon) => soon,
+        Err(e) => {
+            pgrx::log!("sno: could not write the generator state file: {e}");
+            shmem::locked(s, |g| {
+                g.timeline
+                    .lease_wanted(gucs::idle_horizon_units(), server::HORIZON_AHEAD)
+            })
         }
-        // An idle server's lease is the only write it makes until IDs are made again: its WAL
-        // record does not count as activity (checkpoints and archive_timeout skip it).
-        if let Some(p) = idle
-            .then(|| tl.idle_lease(now, lead, HORIZON_AHEAD))
-            .flatten()
-        {
-            return Some((p, true));
-        }
-        // A renewal ahead of IDs being made; none for a timeline the clock is behind (the
-        // next ID flips or waits: after a crash within a lease, this one is given up).
-        (tl.due(HORIZON_AHEAD, HORIZON_MARGIN).is_some() && now >= tl.hi)
-            .then(|| (next_durable(tl), false))
-    };
-    if let Err(e) = shmem::writing(s, || write(s, timeline, plan)) {
-        pgrx::log!("sno: could not write the generator state file: {e}");
     }
-    // No lease on disk yet: soon idle, or allowed again.
-    shmem::locked(s, |g| g.timeline.lease_wanted(lead, HORIZON_AHEAD))
 }
 
 /// At a clean stop (the worker's exit at shutdown): the state file gets this server's exact
-/// high-water mark instead of the lease or horizon ahead of it
-/// ([`crate::generator::timeline::Timeline::stop`]), so that a restart with the clock past the
-/// last ID flips nothing. Only the file: WAL and the standbys keep the bound they have, which
-/// is never too small. Nothing is done while the lineage or a tick-tock flip waits to be
-/// written (that write is the backends'). Errors are logged.
+/// high-water mark instead of the lease or horizon ahead of it ([`server::stop_plan`]), so that
+/// a restart with the clock past the last ID flips nothing. Only the file: WAL and the standbys
+/// keep the bound they have, which is never too small. Errors are logged.
 pub fn stop(s: &'static Shared) {
     // SAFETY: reads a shared flag.
     if unsafe { pg_sys::RecoveryInProgress() } || s.state.load(Relaxed) != shmem::STATE_READY {
         return;
     }
+    let h = PgHost(s);
     let done = shmem::writing(s, || {
-        let job = shmem::locked(s, |g| {
-            let tl = &g.timeline;
-            if g.dirty || tl.drifts != tl.written_drifts || tl.horizon <= tl.hi {
-                return None;
-            }
-            let p = g.timeline.stop();
-            let mut st = g.lineage;
-            st.stopped(p);
-            Some((st, p))
-        });
-        let Some((st, p)) = job else {
+        let Some((st, p)) = shmem::locked(s, server::stop_plan) else {
             return Ok(None);
         };
         put_file(s, &st)?;
-        shmem::locked(s, |g| {
-            let mut now = g.lineage;
-            now.stopped(p);
-            shmem::set_lineage(s, g, now);
-            g.timeline.written(p);
-        });
+        shmem::locked(s, |g| server::stopped(&h, g, p));
         Ok::<_, std::io::Error>(Some(p.horizon))
     });
     match done {
@@ -202,91 +84,24 @@ pub fn stop(s: &'static Shared) {
     }
 }
 
-/// Asks the `sno lineage` worker to renew the durable horizon (it is within
-/// [`HORIZON_MARGIN`] of the high-water mark). Outside the lock.
-pub(super) fn ask_for_renewal(s: &Shared) {
-    if !s.renew_wanted.swap(true, Relaxed) {
-        let latch = s.worker_latch.load(Relaxed);
-        if !latch.is_null() {
-            // SAFETY: the worker's process latch, in shared memory; setting a latch nobody
-            // owns any more is harmless.
-            unsafe { pg_sys::SetLatch(latch) };
-        }
-    }
-}
-
-/// Writes the durable state now, for a backend that cannot go on without it (the clock
-/// caught up with the horizon on disk, the tick-tock state or the lineage changed). Waits for
-/// a write in flight first (interruptibly), then writes only what is still missing.
-pub(super) fn write_now(s: &'static Shared, timeline: u32) -> std::io::Result<()> {
+/// Writes the durable state now, for a backend that cannot go on without it
+/// ([`server::needed_now`]). Waits for a write in flight first (interruptibly), then writes only
+/// what is still missing.
+pub(super) fn write_now(s: &'static Shared, timeline: u32) -> std::io::Result<bool> {
     // Counted whether this call writes or finds the write it waited for done.
     s.state_write_waits.fetch_add(1, Relaxed);
     shmem::writing_interruptibly(s, || {
-        write(s, timeline, |g| {
-            (g.dirty || !g.timeline.covers(g.timeline.hi))
-                .then(|| (next_durable(&g.timeline), false))
-        })
-    })?;
-    Ok(())
-}
-
-/// Writes the durable state `plan` gives, if any: the state file, then its WAL record
-/// (unimportant if the plan says so: see [`crate::pg::wal::log_lineage`]), flushed (each
-/// backend then waits for synchronous standbys to confirm it, see
-/// [`crate::pg::wal::make_durable`]). Holding the writer lock; the shard
-/// table's lock is taken twice, briefly: to see what to write, and to record it as written.
-/// So `sno_generate` goes on meanwhile on what is already on disk, and nothing the write
-/// covers is handed out before it is done. Whether it wrote.
-fn write(
-    s: &'static Shared,
-    timeline: u32,
-    plan: impl FnOnce(&Guarded) -> Option<(Persisted, bool)>,
-) -> std::io::Result<bool> {
-    let job = shmem::locked(s, |g| {
-        let (p, unimportant) = plan(g)?;
-        Some((with_written(g, p), p, unimportant))
-    });
-    let Some((st, p, unimportant)) = job else {
-        return Ok(false);
-    };
-    put_file(s, &st)?;
-    let lsn = crate::pg::wal::log_lineage(&st, timeline, unimportant);
-    crate::pg::wal::flush(lsn);
-    shmem::locked(s, |g| {
-        // What changed meanwhile was not written, and stays to be written: a lineage that
-        // differs stays dirty, a flip the written tick-tock state does not have is not covered.
-        let now = with_written(g, p);
-        if now == st {
-            g.dirty = false;
-        }
-        shmem::set_lineage(s, g, now);
-        g.timeline.written(p);
-        // A new epoch: every backend passes the slow path once more, and waits there for the
-        // synchronous standbys to confirm this record before it hands out what it covers.
-        s.lineage_lsn.store(lsn, Relaxed);
-        shmem::new_epoch(s);
-    });
-    s.state_writes.fetch_add(1, Relaxed);
-    Ok(true)
-}
-
-/// The durable state to write next for timeline `tl`: a renewed horizon, or the current one
-/// (with the tick-tock state) when only the lineage changed.
-fn next_durable(tl: &Timeline) -> Persisted {
-    tl.due(HORIZON_AHEAD, HORIZON_MARGIN).unwrap_or(Persisted {
-        horizon: tl
-            .horizon
-            .max(tl.hi.saturating_add(HORIZON_AHEAD).min(MAX_UNITS)),
-        safe: tl.safe,
-        drifts: tl.drifts,
+        server::write(&PgHost(s), timeline, server::needed_now)
     })
 }
 
-/// The lineage state with `p` as this server's bound.
-fn with_written(g: &Guarded, p: Persisted) -> crate::generator::lineage::State {
-    let mut st = g.lineage;
-    st.written(p);
-    st
+/// [`server::write`] of `plan`, holding the writer lock.
+fn write_locked(
+    s: &'static Shared,
+    timeline: u32,
+    plan: impl FnOnce(&Memory) -> Option<(crate::generator::timeline::Persisted, bool)>,
+) -> std::io::Result<bool> {
+    server::write(&PgHost(s), timeline, plan)
 }
 
 /// Redo of a lineage record (in the startup process): merge it, and write the state file so
@@ -315,7 +130,7 @@ pub fn replay(s: &'static Shared, rec: &crate::generator::state_file::Record) {
 /// the HINT's choices stay with the administrator.
 fn keep_replayed(
     s: &'static Shared,
-    g: &mut Guarded,
+    g: &mut Memory,
     st: crate::generator::lineage::State,
 ) -> std::io::Result<()> {
     let status = s.state.load(Relaxed);
@@ -526,12 +341,21 @@ pub(super) fn raise_state(s: &Shared, st: u32) -> ! {
 pub(super) fn raise_slow(s: &Shared, e: SlowError) -> ! {
     match e {
         SlowError::Clock => errors::raise(Problem::ClockOutOfRange),
-        SlowError::State(st) => raise_state(s, st),
+        SlowError::State(st) => raise_state(s, st as u32),
         SlowError::Refused(r) => raise_refusal(r),
         SlowError::Write(e) => raise_write(e),
         SlowError::SameAsLost(key) => errors::raise(Problem::SamePartitionAfterLoss {
             partition: u16::try_from(key).ok(),
             citus: crate::pg::citus::loaded(),
+        }),
+        SlowError::GaveUp {
+            waited_ms,
+            until,
+            why,
+        } => errors::raise(Problem::ClockWaitGaveUp {
+            waited_ms,
+            until_pg_micros: super::host::until_pg_micros(until),
+            why: super::host::wait_reason(why),
         }),
     }
 }
@@ -657,7 +481,7 @@ pub(super) fn generator_initialize(
                 }
                 (_, Err(e)) => {
                     if !force {
-                        return Err(SlowError::State(shmem::STATE_BROKEN));
+                        return Err(SlowError::State(FileState::Broken));
                     }
                     may_start_afresh(s, take_over)?;
                     errors::warn_later(Problem::ReplacingStateFile {
@@ -680,8 +504,8 @@ pub(super) fn generator_initialize(
             Ok(did)
         })
         .and_then(|did| {
-            write(s, timeline, |g| {
-                g.dirty.then(|| (next_durable(&g.timeline), false))
+            write_locked(s, timeline, |g| {
+                g.dirty.then(|| (server::next_durable(&g.timeline), false))
             })
             .map_err(SlowError::Write)?;
             Ok(did)
@@ -691,16 +515,6 @@ pub(super) fn generator_initialize(
         Ok(did) => did,
         Err(e) => raise_slow(s, e),
     }
-}
-
-/// Writes `st` to the state file (flushed as PostgreSQL's `fsync` setting says) and notes it.
-fn put_file(s: &Shared, st: &crate::generator::lineage::State) -> std::io::Result<()> {
-    crate::generator::state_file::write(std::path::Path::new("."), st, shmem::fsync_enabled())
-        .inspect_err(|_| {
-            s.state_write_failures.fetch_add(1, Relaxed);
-        })?;
-    shmem::state_written(s);
-    Ok(())
 }
 
 /// The state file could not be written: no ID is made past the recorded horizon.

@@ -11,7 +11,8 @@
 
 use super::at::{citus_role, CitusRole};
 use super::lease_registry::{at_unit, incarnation, OWN_INSERT};
-use super::lease_worker::{self as worker, Answer, Ask, Kind};
+use super::lease_request::{self as request, Answer, Ask, Kind};
+use super::lease_worker as worker;
 use crate::generator::lease::{self as decide, BadRequest, MAX_HOLDER_BYTES};
 use crate::generator::reserved;
 use crate::pg::encoded_text::EncodedText;
@@ -90,8 +91,8 @@ fn request(kind: Kind) -> Ask {
     Ask {
         kind,
         role,
-        role_name: worker::name(&role_name),
-        session_role: worker::name(&session_user()),
+        role_name: request::name(&role_name),
+        session_role: request::name(&session_user()),
         lease_limit: crate::pg::gucs::lease_limit(),
         reserved_limit: crate::pg::gucs::reserved_limit(),
         max_ttl_s: crate::pg::gucs::lease_max_ttl_s(),

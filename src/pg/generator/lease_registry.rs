@@ -27,7 +27,7 @@
 
 use super::at::{citus_role, judged, CitusRole, Extension};
 use super::durable::{grant_reserved, note_restored_grant, GrantRequest};
-use super::lease_worker::{self as worker, Answer, Ask, Kind};
+use super::lease_request::{self as request, failure, Answer, Ask, Failure, Kind, LeaseReply};
 use crate::generator::lease::{self as decide, Choice, Granted, Kept, Ledger, Pooled, Slice};
 use crate::generator::reserved;
 use crate::id::time::{units_to_pg_micros, EPOCH_PG_MICROS, UNIT_MICROS};
@@ -301,7 +301,7 @@ fn share(s: &'static shmem::Shared) -> u32 {
 /// charged.
 fn extension_for(a: &Ask) -> Extension {
     let mut ext = Extension::find();
-    ext.role = worker::name_str(&a.role_name);
+    ext.role = request::name_str(&a.role_name);
     ext.role_oid = a.role;
     ext
 }
@@ -309,7 +309,7 @@ fn extension_for(a: &Ask) -> Extension {
 /// Decides `a` in a transaction of its own (committed before the answer leaves).
 pub(super) fn decide(a: &Ask) -> Answer {
     let a = *a;
-    worker::in_transaction(move || match a.kind {
+    in_transaction(move || match a.kind {
         Kind::Acquire => acquire(&a),
         Kind::Renew => renew(&a),
         Kind::Release => release(&a),
@@ -324,7 +324,7 @@ fn lease_answer(
     holder: &[u8],
     renew_after: i64,
 ) -> Answer {
-    let mut out = worker::Granted {
+    let mut out = LeaseReply {
         lease,
         token,
         partition: g.slice.partition,
@@ -355,7 +355,7 @@ fn acquire(a: &Ask) -> Answer {
         errors::raise(Problem::LeaseOnCopy);
     }
     let ext = extension_for(a);
-    let session_role = worker::name_str(&a.session_role);
+    let session_role = request::name_str(&a.session_role);
     let (lease, token, g, renew_after) = as_owner(&ext, |c| {
         let now = now_units();
         // The role's rows: room for one more, or its limit.
@@ -683,4 +683,73 @@ fn take_over() -> Answer {
         .unwrap_or(0)
     });
     Answer::Count(n)
+}
+
+/// How long a decision may take (a wait for the lineage's state file or a synchronous standby
+/// included) before the worker cancels it.
+const DECISION_TIMEOUT_MS: i32 = 30_000;
+
+/// PostgreSQL's `STATEMENT_TIMEOUT` (utils/timeout.h, the same in 15 to 18), which pgrx does
+/// not bind: a background worker arms it itself.
+const STATEMENT_TIMEOUT: u32 = 3;
+
+extern "C-unwind" {
+    fn enable_timeout_after(id: u32, delay_ms: i32);
+    fn disable_timeout(id: u32, keep_indicator: bool);
+}
+
+/// Runs `f` in a transaction of its own, within [`DECISION_TIMEOUT_MS`]: committed if it
+/// returns, rolled back (its error turned into a [`Failure`]) if it raises.
+fn in_transaction(f: impl FnOnce() -> Answer + std::panic::UnwindSafe) -> Answer {
+    // SAFETY: a background worker between transactions; SPI needs an outer snapshot, and every
+    // registry statement takes a new one of its own (lease_registry's `run`). The statement
+    // timeout is armed as PostgreSQL arms it for a client's statement.
+    unsafe {
+        pg_sys::SetCurrentStatementStartTimestamp();
+        pg_sys::StartTransactionCommand();
+        pg_sys::PushActiveSnapshot(pg_sys::GetTransactionSnapshot());
+        enable_timeout_after(STATEMENT_TIMEOUT, DECISION_TIMEOUT_MS);
+    }
+    let answer = PgTryBuilder::new(move || {
+        let a = f();
+        // SAFETY: the transaction started above; a commit that fails is caught below.
+        unsafe {
+            pg_sys::PopActiveSnapshot();
+            pg_sys::CommitTransactionCommand();
+        }
+        a
+    })
+    .catch_others(|e| {
+        let f = match &e {
+            pgrx::pg_sys::panic::CaughtError::PostgresError(r)
+            | pgrx::pg_sys::panic::CaughtError::ErrorReport(r)
+            | pgrx::pg_sys::panic::CaughtError::RustPanic { ereport: r, .. } => {
+                if r.sql_error_code() == PgSqlErrorCode::ERRCODE_LOCK_NOT_AVAILABLE {
+                    lock_failure()
+                } else {
+                    failure(r.sql_error_code(), r.message(), r.detail(), r.hint())
+                }
+            }
+        };
+        // SAFETY: rolls back whatever the failed decision did (its locks, its snapshots).
+        unsafe { pg_sys::AbortCurrentTransaction() };
+        Answer::Failed(f)
+    })
+    .execute();
+    // SAFETY: disarms the timeout; statistics as a backend sends them between statements.
+    unsafe {
+        disable_timeout(STATEMENT_TIMEOUT, false);
+        pg_sys::pgstat_report_stat(false);
+    }
+    answer
+}
+
+/// The answer to a decision that waited `lock_timeout` for a lock on the registry's tables.
+fn lock_failure() -> Failure {
+    failure(
+        PgSqlErrorCode::ERRCODE_LOCK_NOT_AVAILABLE,
+        "the sno lease registry of this database waited 5 s for a lock on its tables",
+        Some("Another session holds a lock on sno_internal.leases, sno_internal.lease_partitions or sno_internal.lease_ledger that conflicts with writing them (LOCK TABLE, VACUUM FULL, ALTER TABLE, CREATE INDEX, TRUNCATE): every call of this database queued now got this answer."),
+        Some("Find that session: SELECT l.pid, l.mode, a.usename, a.state, a.query FROM pg_locks l JOIN pg_stat_activity a USING (pid) WHERE l.relation IN ('sno_internal.leases'::regclass, 'sno_internal.lease_partitions'::regclass, 'sno_internal.lease_ledger'::regclass) AND l.granted; end its transaction, then call again."),
+    )
 }

@@ -33,6 +33,7 @@
 //! a worker that exits with a request taken answers it with an error. A caller that errors out
 //! while waiting, or exits, withdraws a queued request and abandons a taken one.
 
+use super::lease_request::{failure, Answer, Ask, Failure};
 use crate::pg::shmem;
 use core::ffi::CStr;
 use core::sync::atomic::{AtomicBool, Ordering::Relaxed};
@@ -56,141 +57,8 @@ pub const IDLE_EXIT: Duration = Duration::from_secs(1);
 /// How long a caller waits for a free background worker slot before it fails.
 pub const SLOT_WAIT: Duration = Duration::from_secs(5);
 
-/// How long a decision may take (a wait for the lineage's state file or a synchronous standby
-/// included) before the worker cancels it.
-const DECISION_TIMEOUT_MS: i32 = 30_000;
-
 /// An entry whose worker was registered but never came up within this long is forgotten.
 const START_TIMEOUT_US: i64 = 10_000_000;
-
-/// PostgreSQL's `STATEMENT_TIMEOUT` (utils/timeout.h, the same in 15 to 18), which pgrx does
-/// not bind: a background worker arms it itself.
-const STATEMENT_TIMEOUT: u32 = 3;
-
-extern "C-unwind" {
-    fn enable_timeout_after(id: u32, delay_ms: i32);
-    fn disable_timeout(id: u32, keep_indicator: bool);
-}
-
-/// What a call asks the registry.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-#[repr(u8)]
-pub enum Kind {
-    Acquire,
-    Renew,
-    Release,
-    TakeOver,
-}
-
-/// A name as PostgreSQL keeps it (`NAMEDATALEN` bytes with its terminator).
-pub type Name = [u8; 64];
-
-/// A holder's name: its bytes in the database's encoding.
-pub type Holder = [u8; crate::generator::lease::MAX_HOLDER_BYTES];
-
-/// A request, as the caller's session saw it: the calling role and the settings that apply to
-/// it (a role's `ALTER ROLE ... SET` values are its session's, not the worker's).
-#[derive(Clone, Copy)]
-#[repr(C)]
-pub struct Ask {
-    pub kind: Kind,
-    /// The calling role (`current_user`), whose leases these are.
-    pub role: u32,
-    pub role_name: Name,
-    /// The login role, which the HINTs name (`ALTER ROLE ... SET` takes effect there).
-    pub session_role: Name,
-    pub holder: Holder,
-    pub holder_len: u16,
-    /// TTL in 4 ms units (checked by the caller against its `sno.lease_max_ttl`).
-    pub ttl: i64,
-    pub sequences: u32,
-    pub lease: i64,
-    pub token: [u8; 16],
-    /// The caller's `sno.lease_limit`, `sno.reserved_limit`, `sno.lease_max_ttl`.
-    pub lease_limit: i32,
-    pub reserved_limit: i32,
-    pub max_ttl_s: i32,
-}
-
-impl Default for Ask {
-    fn default() -> Self {
-        Ask {
-            kind: Kind::Acquire,
-            role: 0,
-            role_name: [0; 64],
-            session_role: [0; 64],
-            holder: [0; crate::generator::lease::MAX_HOLDER_BYTES],
-            holder_len: 0,
-            ttl: 0,
-            sequences: 0,
-            lease: 0,
-            token: [0; 16],
-            lease_limit: 0,
-            reserved_limit: 0,
-            max_ttl_s: 0,
-        }
-    }
-}
-
-/// A lease as the registry granted or renewed it.
-#[derive(Clone, Copy)]
-#[repr(C)]
-pub struct Granted {
-    pub lease: i64,
-    pub token: [u8; 16],
-    pub partition: u16,
-    pub min: u16,
-    pub max: u16,
-    pub not_before: i64,
-    pub expires: i64,
-    pub renew_after: i64,
-    pub holder: Holder,
-    pub holder_len: u16,
-}
-
-impl Default for Granted {
-    fn default() -> Self {
-        Granted {
-            lease: 0,
-            token: [0; 16],
-            partition: 0,
-            min: 0,
-            max: 0,
-            not_before: 0,
-            expires: 0,
-            renew_after: 0,
-            holder: [0; crate::generator::lease::MAX_HOLDER_BYTES],
-            holder_len: 0,
-        }
-    }
-}
-
-/// An error the worker raised, to be raised again in the caller.
-#[derive(Clone, Copy)]
-#[repr(C)]
-pub struct Failure {
-    pub code: i32,
-    pub message: [u8; 1024],
-    pub message_len: u16,
-    pub detail: [u8; 2048],
-    pub detail_len: u16,
-    pub hint: [u8; 2048],
-    pub hint_len: u16,
-}
-
-/// What the worker answered.
-// In shared memory, where every slot has the size of the largest answer anyway.
-#[allow(clippy::large_enum_variant)]
-#[derive(Clone, Copy)]
-#[repr(C)]
-pub enum Answer {
-    /// A lease (acquire, renew).
-    Lease(Granted),
-    /// A count (take-over), or nothing (release: 0).
-    Count(i64),
-    /// An error.
-    Failed(Failure),
-}
 
 /// Where a request slot stands.
 const FREE: u32 = 0;
@@ -263,15 +131,67 @@ pub const fn size(backends: usize) -> usize {
 ///
 /// # Safety
 /// `q` points to `size(backends)` bytes of shared memory nobody else uses yet.
-pub unsafe fn init(q: *mut Queue, lock: *mut pg_sys::LWLock, backends: usize) {
+unsafe fn init_queue(q: *mut Queue, lock: *mut pg_sys::LWLock, backends: usize) {
     core::ptr::write_bytes(q.cast::<u8>(), 0, size(backends));
     (*q).lock = lock;
     (*q).workers = [NO_WORKER; WORKERS];
     (*q).nrequests = backends as u32;
 }
 
+/// The queue, set by [`on_startup`] for the life of the shared segment.
+static QUEUE: core::sync::atomic::AtomicPtr<Queue> =
+    core::sync::atomic::AtomicPtr::new(core::ptr::null_mut());
+
+/// The queue's segment and its lock's tranche.
+const QUEUE_NAME: &CStr = c"sno lease registry";
+
+static mut PREV_REQUEST: pg_sys::shmem_request_hook_type = None;
+static mut PREV_STARTUP: pg_sys::shmem_startup_hook_type = None;
+
+/// Registers the queue's shared memory. Called from `_PG_init` while the postmaster preloads
+/// libraries (after [`crate::pg::shmem::init`]).
+pub fn init() {
+    // SAFETY: hook chaining as every extension does it, from _PG_init in the postmaster.
+    unsafe {
+        PREV_REQUEST = pg_sys::shmem_request_hook;
+        pg_sys::shmem_request_hook = Some(on_request);
+        PREV_STARTUP = pg_sys::shmem_startup_hook;
+        pg_sys::shmem_startup_hook = Some(on_startup);
+    }
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn on_request() {
+    if let Some(prev) = PREV_REQUEST {
+        prev();
+    }
+    pg_sys::RequestAddinShmemSpace(size(shmem::slot_count()));
+    pg_sys::RequestNamedLWLockTranche(QUEUE_NAME.as_ptr(), 1);
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn on_startup() {
+    if let Some(prev) = PREV_STARTUP {
+        prev();
+    }
+    // At a crash-restart the old segment is gone: nothing may use it until the new one is set.
+    QUEUE.store(core::ptr::null_mut(), Relaxed);
+    let init_lock = shmem::addin_shmem_init_lock();
+    pg_sys::LWLockAcquire(init_lock, pg_sys::LWLockMode::LW_EXCLUSIVE);
+    let backends = shmem::slot_count();
+    let mut found = false;
+    let q =
+        pg_sys::ShmemInitStruct(QUEUE_NAME.as_ptr(), size(backends), &mut found).cast::<Queue>();
+    if !found {
+        let lock = pg_sys::GetNamedLWLockTranche(QUEUE_NAME.as_ptr());
+        init_queue(q, &raw mut (*lock).lock, backends);
+    }
+    QUEUE.store(q, Relaxed);
+    pg_sys::LWLockRelease(init_lock);
+}
+
 fn queue() -> &'static mut Queue {
-    let q = shmem::lease_queue();
+    let q = QUEUE.load(Relaxed);
     if q.is_null() {
         super::shared_or_raise();
         error!("sno: the lease registry's queue is not in shared memory");
@@ -588,51 +508,6 @@ fn raise_again(f: &Failure) -> ! {
 
 // --- the worker's side ----------------------------------------------------------------------
 
-/// Copies `s` into `buf` (cut at a character boundary), returning its length.
-fn put(buf: &mut [u8], s: &str) -> u16 {
-    let mut n = s.len().min(buf.len());
-    while !s.is_char_boundary(n) {
-        n -= 1;
-    }
-    buf[..n].copy_from_slice(&s.as_bytes()[..n]);
-    n as u16
-}
-
-/// A failure with these texts.
-pub fn failure(
-    code: PgSqlErrorCode,
-    message: &str,
-    detail: Option<&str>,
-    hint: Option<&str>,
-) -> Failure {
-    let mut f = Failure {
-        code: code as i32,
-        message: [0; 1024],
-        message_len: 0,
-        detail: [0; 2048],
-        detail_len: 0,
-        hint: [0; 2048],
-        hint_len: 0,
-    };
-    f.message_len = put(&mut f.message, message);
-    f.detail_len = put(&mut f.detail, detail.unwrap_or(""));
-    f.hint_len = put(&mut f.hint, hint.unwrap_or(""));
-    f
-}
-
-/// Fills a name buffer.
-pub fn name(s: &str) -> Name {
-    let mut n = [0u8; 64];
-    put(&mut n[..63], s);
-    n
-}
-
-/// A name buffer's text.
-pub fn name_str(n: &Name) -> String {
-    let len = n.iter().position(|&b| b == 0).unwrap_or(n.len());
-    String::from_utf8_lossy(&n[..len]).into_owned()
-}
-
 /// The worker's entry for this database, claimed at start: false if another worker serves it
 /// or no entry is free.
 fn claim_entry(db: u32) -> bool {
@@ -828,60 +703,4 @@ fn set(name: &CStr, value: &CStr) {
             pg_sys::GucSource::PGC_S_OVERRIDE,
         )
     };
-}
-
-/// Runs `f` in a transaction of its own, within [`DECISION_TIMEOUT_MS`]: committed if it
-/// returns, rolled back (its error turned into a [`Failure`]) if it raises.
-pub fn in_transaction(f: impl FnOnce() -> Answer + std::panic::UnwindSafe) -> Answer {
-    // SAFETY: a background worker between transactions; SPI needs an outer snapshot, and every
-    // registry statement takes a new one of its own (lease_registry's `run`). The statement
-    // timeout is armed as PostgreSQL arms it for a client's statement.
-    unsafe {
-        pg_sys::SetCurrentStatementStartTimestamp();
-        pg_sys::StartTransactionCommand();
-        pg_sys::PushActiveSnapshot(pg_sys::GetTransactionSnapshot());
-        enable_timeout_after(STATEMENT_TIMEOUT, DECISION_TIMEOUT_MS);
-    }
-    let answer = PgTryBuilder::new(move || {
-        let a = f();
-        // SAFETY: the transaction started above; a commit that fails is caught below.
-        unsafe {
-            pg_sys::PopActiveSnapshot();
-            pg_sys::CommitTransactionCommand();
-        }
-        a
-    })
-    .catch_others(|e| {
-        let f = match &e {
-            pgrx::pg_sys::panic::CaughtError::PostgresError(r)
-            | pgrx::pg_sys::panic::CaughtError::ErrorReport(r)
-            | pgrx::pg_sys::panic::CaughtError::RustPanic { ereport: r, .. } => {
-                if r.sql_error_code() == PgSqlErrorCode::ERRCODE_LOCK_NOT_AVAILABLE {
-                    lock_failure()
-                } else {
-                    failure(r.sql_error_code(), r.message(), r.detail(), r.hint())
-                }
-            }
-        };
-        // SAFETY: rolls back whatever the failed decision did (its locks, its snapshots).
-        unsafe { pg_sys::AbortCurrentTransaction() };
-        Answer::Failed(f)
-    })
-    .execute();
-    // SAFETY: disarms the timeout; statistics as a backend sends them between statements.
-    unsafe {
-        disable_timeout(STATEMENT_TIMEOUT, false);
-        pg_sys::pgstat_report_stat(false);
-    }
-    answer
-}
-
-/// The answer to a decision that waited `lock_timeout` for a lock on the registry's tables.
-fn lock_failure() -> Failure {
-    failure(
-        PgSqlErrorCode::ERRCODE_LOCK_NOT_AVAILABLE,
-        "the sno lease registry of this database waited 5 s for a lock on its tables",
-        Some("Another session holds a lock on sno_internal.leases, sno_internal.lease_partitions or sno_internal.lease_ledger that conflicts with writing them (LOCK TABLE, VACUUM FULL, ALTER TABLE, CREATE INDEX, TRUNCATE): every call of this database queued now got this answer."),
-        Some("Find that session: SELECT l.pid, l.mode, a.usename, a.state, a.query FROM pg_locks l JOIN pg_stat_activity a USING (pid) WHERE l.relation IN ('sno_internal.leases'::regclass, 'sno_internal.lease_partitions'::regclass, 'sno_internal.lease_ledger'::regclass) AND l.granted; end its transaction, then call again."),
-    )
 }

@@ -24,9 +24,11 @@
 pub mod at;
 pub mod compat;
 pub mod durable;
+pub mod host;
 pub mod hot;
 pub mod lease;
 pub mod lease_registry;
+pub mod lease_request;
 pub mod lease_worker;
 pub mod monitor;
 

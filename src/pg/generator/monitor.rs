@@ -14,7 +14,7 @@
 //! reused for another shape: columns added later come from functions of their own
 //! (`sno_generator_slice` in 0.3.0, `sno_generator_status` in 0.5.0).
 
-use super::hot::{clock_units, OUT_OF_RANGE};
+use super::host::{clock_units, OUT_OF_RANGE};
 use super::shared_or_raise;
 use super::wal_timeline;
 use crate::generator::citus::{Node, Source};
@@ -60,7 +60,7 @@ fn forecast_here(
         timeline,
         clock_in_range: clock_units() != OUT_OF_RANGE,
     };
-    let key = (timeline, super::durable::source_key(source));
+    let key = (timeline, crate::generator::server::source_key(source));
     let judged = shmem::read(s, |g| {
         let group = g.lineage.citus_group;
         let kept = (group != NO_GROUP).then_some(group);
