@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # shellcheck source-path=SCRIPTDIR
+# ci: majors=ends server=no cpu=0 estimate=120
 # Point-in-time recovery beside the original.
 #
 # The original archives its WAL (archive_mode, archive_command). A base backup; IDs; a restore
