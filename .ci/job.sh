@@ -57,8 +57,9 @@ pgtest() {
     rm -f "$pg/lib/sno.so" "$pg/share/extension"/sno*
     chmod -R a+rX "$home"
     printf '[configs]\npg%s = "%s"\n' "$v" "$pg/bin/pg_config" >"$home/config.toml"
-    # pgrx's test cluster lives under PGRX_HOME: postgres must reach it.
-    chmod 755 "$SNO_WORK/jobs" "$DIR" "$home"
+    # pgrx's test cluster lives under PGRX_HOME, made by postgres (--runas) in a directory of its.
+    chmod 755 "$DIR" "$home"
+    mkdir -p "$home/data-$v" && chown postgres: "$home/data-$v"
     # Its own target directory: the main one's lock stays free for the package builds.
     PGRX_HOME="$home" CARGO_TARGET_DIR="$SNO_ROOT/target/pgtest" \
         cargo pgrx test "pg$v" --runas postgres --pgdata "$home/data-$v"
