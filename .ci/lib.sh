@@ -66,6 +66,28 @@ ensure_debian_packages() {
     fi
 }
 
+# The Debian packages the client tests install when they are missing (the Go and Java drivers,
+# Node.js for the ORMs, pg_cron, the build dependencies of Citus and TimescaleDB): for .ci/test,
+# all at once before its jobs start, so that no two tests run apt-get at the same time (its
+# lists lock is not waited for) and none installs while another uses the package.
+ensure_test_packages() {
+    local want=(golang-go golang-github-lib-pq-dev golang-github-jackc-pgx-v4-dev libpostgresql-jdbc-java
+        postgresql-15-cron liblz4-dev libzstd-dev libcurl4-openssl-dev libkrb5-dev cmake libssl-dev)
+    local missing=() p
+    for p in "${want[@]}"; do
+        installed "$p" || missing+=("$p")
+    done
+    # As the tests decide: a JDK or Node.js the machine has already (another vendor's) serves.
+    command -v javac >/dev/null || missing+=(default-jdk-headless)
+    { command -v node >/dev/null && command -v npm >/dev/null; } || missing+=(nodejs npm)
+    if ((${#missing[@]})); then
+        say "installing the client tests' Debian packages: ${missing[*]}"
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get -o DPkg::Lock::Timeout=600 update -qq
+        apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+    fi
+}
+
 # Rust: the machine's (rustup's in ~/.cargo/bin, first on the PATH) when it is RUST_MIN or newer
 # with rustfmt (pgrx formats its bindings with it), else Debian's rustc-web, cargo-web and
 # rustfmt-web (1.96 from bookworm-security).

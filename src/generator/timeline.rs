@@ -719,6 +719,17 @@ impl Cursor {
         }
     }
 
+    /// Spends `n` sequence numbers of the unit the cursor serves at once, as `n` calls of
+    /// [`Cursor::bump`] would: for the in-database tests, which must see a unit used up
+    /// however slowly the machine runs (`n` is at most [`POOL`], which the sequence field has
+    /// room for past the end on top of every backend's increments).
+    #[cfg(feature = "pg_test")]
+    pub fn spend(&self, n: u32) {
+        debug_assert!(n <= POOL);
+        self.word
+            .fetch_add(u64::from(n), core::sync::atomic::Ordering::AcqRel);
+    }
+
     /// Closes the cursor, returning the word before. Under the lock ([`Timeline::close`]).
     pub fn close(&self) -> u64 {
         self.word

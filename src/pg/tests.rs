@@ -393,30 +393,22 @@ mod tests {
 
     #[pg_test]
     fn a_full_unit_waits_for_the_next_one_and_is_counted() {
+        let s = crate::pg::shmem::shared().expect("sno is preloaded in the test cluster");
         let before: i64 = one("SELECT full_unit_stalls FROM sno_generator");
-        // Called directly, without SQL around it, the generator outruns the pool of 65,536
-        // IDs per 4 ms unit, so it must wait for the next unit rather than wrap.
-        // Up to 10 M calls (about half a second at full speed); it stops at the first stall,
-        // normally within the first batch.
-        let mut ids = Vec::with_capacity(1_000_000);
+        // A unit used up, whatever the machine's speed: an ID opens (or takes from) the
+        // current unit, the rest of its pool is spent at once, and the next ID must wait for
+        // the next unit rather than wrap. (Filling a unit call by call needs 65,536 calls within
+        // 4 ms, which a busy machine does not always give.) If the clock reached the next unit
+        // between the two, nothing was used up: again, a few microseconds later.
+        let mut ids = Vec::new();
         let mut stalls = 0;
-        for _ in 0..200 {
-            for _ in 0..50_000 {
-                ids.push(crate::pg::generator::hot::generate(3));
-            }
+        for _ in 0..1000 {
+            ids.push(crate::pg::generator::hot::generate(3));
+            s.hot.cursor.spend(crate::generator::timeline::POOL);
+            ids.push(crate::pg::generator::hot::generate(3));
             stalls = one::<i64>("SELECT full_unit_stalls FROM sno_generator") - before;
             if stalls > 0 {
                 break;
-            }
-            // Keep memory bounded: order was checked batch by batch below.
-            if ids.len() >= 1_000_000 {
-                assert!(
-                    ids.windows(2).all(|w| w[0] < w[1]),
-                    "not strictly increasing"
-                );
-                let last = *ids.last().unwrap();
-                ids.clear();
-                ids.push(last);
             }
         }
         assert!(stalls > 0, "no full unit after {} IDs", ids.len());
@@ -424,6 +416,9 @@ mod tests {
             ids.windows(2).all(|w| w[0] < w[1]),
             "not strictly increasing"
         );
+        // The one after the used-up unit is in a later unit.
+        let n = ids.len();
+        assert!(ids[n - 1].units() > ids[n - 2].units());
         assert!(ids.iter().all(|id| id.meta() == 3));
         let mine: i64 =
             one("SELECT full_unit_stalls FROM sno_generator_backends WHERE pid = pg_backend_pid()");

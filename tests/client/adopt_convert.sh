@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # shellcheck source-path=SCRIPTDIR
+# ci: majors=15 server=no cpu=1 estimate=60
 # Converting existing tables to sno keys online (issue 30) with python -m sno_pg.convert, on a
 # server of its own (sno preloaded, the real clock):
 #   legacy  100,000 rows keyed by bigserial with a created_at column (20,000 of them in one 4 ms

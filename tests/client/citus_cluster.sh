@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # shellcheck source-path=SCRIPTDIR
+# ci: majors=15 server=no cpu=2 timeout=1800 estimate=540
 # A real Citus 13.2.2 cluster (PostgreSQL 15 only) writing sno keys through every node while
 # workers fail over and the cluster grows:
 #   co (coordinator, group 0), w1 with a SYNCHRONOUS streaming standby w1s, w2 with an

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # shellcheck source-path=SCRIPTDIR
+# ci: majors=15 server=yes cpu=1 timeout=1500 estimate=200
 # sno on Citus 13.2.2 (PostgreSQL 15 only): how a node gets its partition, the bad states and
 # their HINTs followed as printed, and the manual's Citus snippets run as printed.
 #   1. A server that made IDs with its derived partition before it had Citus (sno created before

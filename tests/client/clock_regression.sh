@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # shellcheck source-path=SCRIPTDIR
+# ci: majors=ends server=no cpu=0 estimate=120
 # A real clock regression: a server of its own runs under libfaketime, whose offset file this
 # script rewrites while clients generate IDs.
 #  1. Step back 2 s while 4 pgbench clients insert IDs: no wait, the tick-tock bit flips.
 #  2. Step back again, below the first regression's safe mark: clients wait (about 2 s)
 #     instead of repeating IDs, then go on.
 #  3. Step back a minute: sno_generate fails after sno.max_clock_wait with a clear error, and a
-#     statement_timeout cancels a longer wait.
+#     statement_timeout cancels a longer wait (one session's, after a restart, with libfaketime's
+#     cache, which a signal handler's clock read cannot deadlock).
 # Zero duplicates throughout (a primary key holds every ID).
 #
 # Usage: clock_regression.sh SOCKET_DIR PORT BINDIR  (only BINDIR is used: own cluster)
@@ -16,14 +18,17 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
 harness_setup clock_regression "$3" $(($2 + 200))
 
 # Only the server runs under libfaketime; its monotonic clock stays real so timeouts work.
-# FAKETIME_NO_CACHE (clock mode nocache): every backend sees each step at its next clock call,
-# as on one real machine (with a cache, backends would switch up to a second apart, each its own
-# clock). It is not async-signal-safe (see lib.bash); this test is short and .ci/test reruns a
-# hung run.
+# Phases 1 and 2: FAKETIME_NO_CACHE (clock mode nocache): every backend sees each step at its
+# next clock call, as on one real machine (with a cache, backends would switch up to a second
+# apart, each its own clock). It is not async-signal-safe (see lib.bash): a signal handler that
+# reads the clock while the process is inside libfaketime's file read deadlocks it. So nothing
+# here arms a SIGALRM timer then: no statement or lock timeout, and deadlock_timeout (armed at
+# every lock wait) an hour. Phase 3, which needs statement_timeout, is one session's: the node
+# restarts in mode cache for it, where a session's clock steps as the file does.
 node_new srv
 node_clock_mode srv nocache
 node_initdb srv
-node_cmdline srv fsync=off shared_preload_libraries=sno
+node_cmdline srv fsync=off shared_preload_libraries=sno deadlock_timeout=1h
 node_start srv
 psql() { node_psql srv "$@"; }
 
@@ -62,7 +67,10 @@ check "phase 2: then flipped back (two regressions, tick 0)" \
     "$(psql -At -c "SELECT regressions, tick FROM sno_generator")" "2|0"
 [[ "$((n1 * n2))" -gt 0 ]] || { echo "FAIL: no transactions ($n1, $n2)"; fail=1; }
 
-# Phase 3: back a minute more: a bounded wait that fails, and a wait a cancel ends.
+# Phase 3: back a minute more: a bounded wait that fails, and a wait a cancel ends (after a
+# restart in clock mode cache: above).
+node_clock_mode srv cache
+node_restart srv
 node_clock srv "-66s"
 t0=$SECONDS
 out="$(psql -c "SET sno.max_clock_wait = 800" -c "SELECT sno_generate(1)" 2>&1 || true)"

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # shellcheck source-path=SCRIPTDIR
+# ci: majors=15 server=no cpu=1 excl=machine estimate=60
 # .ci/demo's set-up (bash .ci/demo --prerequisites-only) on a machine without Rust, for real.
 # First Debian's rustc-web, cargo-web and rustfmt-web are removed, and postgresql-contrib too:
 # a package of the tests' stack (.ci/lib.sh's ensure_debian_packages) that the demo must not

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # shellcheck source-path=SCRIPTDIR
+# ci: majors=ends server=yes cpu=0 estimate=20
 # The documentation's SQL, run as printed: every ```sql block of the README's quick start and of
 # the manual's pages doc/sql-reference.md, doc/monitoring.md, doc/install.md, doc/adopting.md and
 # doc/services.md, in order, each

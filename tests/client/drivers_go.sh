@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # shellcheck source-path=SCRIPTDIR
+# ci: majors=ends server=yes cpu=1 estimate=60
 # Go's PostgreSQL drivers against the live cluster: lib/pq 1.10 and pgx v4 (native, pgxpool
 # and database/sql), as Debian packages them. Builds and runs the Go program in
 # tests/drivers/go (main.go there says what it checks) with the DSN of a fresh database with

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # shellcheck source-path=SCRIPTDIR
+# ci: majors=ends server=no cpu=1 estimate=90
 # pgjdbc (Debian's libpostgresql-jdbc-java) against a real server: compiles and runs
 # tests/drivers/java/SnoJdbcTest.java (it says what the driver must do, and RECIPES.md there
 # what the README shows), which prints one ok:/FAIL: line per case.

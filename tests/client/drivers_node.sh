@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # shellcheck source-path=SCRIPTDIR
+# ci: majors=ends server=yes cpu=1 estimate=60
 # node-postgres (npm `pg`, pinned in tests/drivers/node/package.json and package-lock.json)
 # against the live cluster: runs tests/drivers/node/sno.test.js (it says what the driver must
 # do, and RECIPES.md there what the README shows) with node's own test runner, over the Unix

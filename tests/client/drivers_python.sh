@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # shellcheck source-path=SCRIPTDIR
+# ci: majors=ends server=yes cpu=1 estimate=60
 # The Python drivers psycopg 3 and asyncpg against the live cluster: runs
 # tests/drivers/python/run.py (the test files there say what each driver must do, out of the
 # box or with the README's recipe, and which documented failures must still fail) with

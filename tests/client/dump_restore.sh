@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # shellcheck source-path=SCRIPTDIR
+# ci: majors=all server=yes cpu=0 estimate=20
 # pg_dump / pg_restore round trip of a table with sno columns, a sno[] column and btree,
 # hash and BRIN indexes on sno, in custom and plain formats; the restored data must be
 # identical and the restored btree index must pass amcheck.

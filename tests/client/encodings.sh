@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # shellcheck source-path=SCRIPTDIR
+# ci: majors=15 server=yes cpu=0 estimate=15
 # sno's errors in databases whose encoding is not UTF-8: EUC_JP, LATIN1 and SQL_ASCII (made from
 # template0 with LC_COLLATE and LC_CTYPE 'C'). A client in UTF-8 sends bad IDs holding
 # characters valid in the database's encoding (é, あ, ß, control characters, a value long enough

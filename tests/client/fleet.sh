@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # shellcheck source-path=SCRIPTDIR
+# ci: majors=all server=no cpu=1 estimate=60
 # A fleet: three PostgreSQL servers with sno.partition 1, 2 and 3 generate IDs concurrently;
 # servers 2 and 3 publish their rows and server 1 subscribes to both (built-in logical
 # replication), merging everything into one table under a primary key. Zero conflicts, every

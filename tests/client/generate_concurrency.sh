@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # shellcheck source-path=SCRIPTDIR
+# ci: majors=all server=yes cpu=1 estimate=60
 # sno_generate under real concurrency, against a live cluster with sno preloaded:
 #  1. pgbench, 16 clients for 10 s, each transaction inserting one row whose primary key
 #     defaults to sno_generate(1): zero errors, rows = transactions.

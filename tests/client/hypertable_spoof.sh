@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # shellcheck source-path=SCRIPTDIR
+# ci: majors=all server=no cpu=0 estimate=5
 # The planner hook trusts TimescaleDB's catalog only when it is the extension's own (finding 8
 # of the 0.8.0 review, fixed in 0.8.1). Where a setting of TimescaleDB's versioned library
 # exists (timescaledb.enable_chunk_append, which the hook takes as "TimescaleDB is loaded"), the

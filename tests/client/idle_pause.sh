@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # shellcheck source-path=SCRIPTDIR
+# ci: majors=15 server=no cpu=0 estimate=90
 # Pauses (issue 27): the first ID after a pause does not wait for the state file, an idle
 # server stays idle, a clean restart flips nothing, and crashes within the idle lease wait at
 # most the short horizon. Two servers of its own, on the real clock:

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # shellcheck source-path=SCRIPTDIR
+# ci: majors=15 server=no cpu=1 estimate=60
 # The fleet trial of partition leases (issue 32): a registry with an asynchronous standby, and
 # short-lived generators in Go, Python and Rust started and stopped continuously, all inserting
 # into one table where sno_generate also runs; the registry's primary killed with a lost tail

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # shellcheck source-path=SCRIPTDIR
+# ci: majors=15 server=yes cpu=1 estimate=45
 # The Go recipe for partition leases (issue 32): tests/leases/go/lease.go, muyo/sno's own
 # generator (the real library, ../shared/muyo-sno) on a leased partition and sequence slice,
 # New serialised and each ID's unit checked against the lease's window. The program

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # shellcheck source-path=SCRIPTDIR
+# ci: majors=15 server=yes cpu=0 estimate=20
 # The Python lease client (python/sno_pg/lease.py, issue 32) with psycopg 3:
 #   1. its pure tests (python/tests/test_lease.py: a fake registry and a fake clock; window
 #      refusals, a clock behind the registry's or stepped back, a slice used up, renewal and

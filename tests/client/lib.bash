@@ -42,7 +42,8 @@
 #   nocache FAKETIME_NO_CACHE=1: every process sees a new offset at its next clock call, as on
 #           one real machine (with the cache, backends switch up to a second apart, each on a
 #           clock of its own); node_clock does not wait. Not async-signal-safe (above): only
-#           for short tests (clock_regression.sh), which .ci/test reruns once when they hang.
+#           while nothing arms a SIGALRM timer in the node (clock_regression.sh: no statement
+#           or lock timeout, deadlock_timeout an hour).
 #   none    no libfaketime at all (the real clock; node_clock cannot move it).
 #
 # Settings given with node_cmdline are -c options at every start of the node (they live

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # shellcheck source-path=SCRIPTDIR
+# ci: majors=ends server=no cpu=0 estimate=120
 # Clones made by pg_basebackup and started on their own (no standby.signal), beside their
 # original, each HINT followed literally:
 #  c0  of the original while it has a derived partition, first started WITHOUT sno preloaded

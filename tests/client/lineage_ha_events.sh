@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # shellcheck source-path=SCRIPTDIR
+# ci: majors=ends server=no cpu=0 estimate=150
 # The generator under HA-time events (issue 21): what a stalled synchronous standby, a reload, a
 # moved data directory and a promotion do to sno_generate and to the sessions that call it.
 #

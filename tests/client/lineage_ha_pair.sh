@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # shellcheck source-path=SCRIPTDIR
+# ci: majors=ends server=no cpu=0 estimate=120
 # An HA pair through two failovers, with pg_rewind:
 #   A (primary) and B, its streaming standby made by pg_basebackup. A makes IDs; A stops; B is
 #   promoted with its clock 5 s behind A's and makes IDs; A is rewound from B with pg_rewind

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # shellcheck source-path=SCRIPTDIR
+# ci: majors=ends server=no cpu=0 estimate=60
 # A standby made before CREATE EXTENSION, promoted with an explicit partition.
 #
 # The primary preloads sno and has sno.partition = 9, both with ALTER SYSTEM (so its standby

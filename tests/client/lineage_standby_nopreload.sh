@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # shellcheck source-path=SCRIPTDIR
+# ci: majors=ends server=no cpu=0 estimate=60
 # A streaming standby whose first start does not preload sno, then failover.
 #
 # The primary preloads sno (command line) and makes IDs; its standby, made by pg_basebackup,

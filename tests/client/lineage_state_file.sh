@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # shellcheck source-path=SCRIPTDIR
+# ci: majors=ends server=no cpu=0 estimate=120
 # A lost or corrupt generator state file, each HINT followed literally, with the clock set back
 # while the server was down (libfaketime). Three servers:
 #  r1  sno.partition = 7. 3,000 IDs; stop; the state file moved away; restart with the clock

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # shellcheck source-path=SCRIPTDIR
+# ci: majors=ends server=no cpu=0 estimate=60
 # A synchronous standby and IDs a client only reads (SELECT sno_generate(), no row written, in
 # a transaction that never commits because the primary dies): the lineage record that covers them must be flushed and
 # confirmed by the synchronous standby before they are returned, as a commit would be (what

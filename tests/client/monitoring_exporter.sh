@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # shellcheck source-path=SCRIPTDIR
+# ci: majors=15 server=no cpu=0 estimate=95
 # The monitoring files of doc/monitoring/ with the real tools (PostgreSQL 15 only): Debian 12's
 # postgres_exporter 0.11.1 (/usr/bin/prometheus-postgres-exporter) runs with
 # --extend.query-path doc/monitoring/queries.yaml against servers of its own, as the manual

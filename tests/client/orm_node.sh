@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # shellcheck source-path=SCRIPTDIR
+# ci: majors=15 server=yes cpu=1 estimate=60
 # The Node.js ORMs against the live cluster: Prisma 7 (client with @prisma/adapter-pg), Drizzle
 # ORM with drizzle-kit, TypeORM, Sequelize and Kysely, all over node-postgres. Runs each
 # tests/orm/node/*.test.mjs with node's own test runner: they take the README's blocks of

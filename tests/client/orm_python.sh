@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # shellcheck source-path=SCRIPTDIR
+# ci: majors=15 server=yes cpu=1 estimate=60
 # The Python ORMs against the live cluster: SQLAlchemy 2 with psycopg 3 and with asyncpg,
 # SQLModel, Alembic and Django, through the package sno-pg of this repository (python/). Runs
 # tests/orm/python/run.py, which takes the README's blocks of "Using sno from your ORM" (between

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # shellcheck source-path=SCRIPTDIR
+# ci: majors=15 server=no cpu=0 estimate=60
 # The reserved partition space (61440-65535) and sno_generate_at(meta, at), on real servers:
 #  1. Privilege: a role without EXECUTE is refused (42501), then granted it. Per-role limit:
 #     with ALTER ROLE r SET sno.reserved_limit = 1 the role's second session is refused (53400);

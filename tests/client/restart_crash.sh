@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # shellcheck source-path=SCRIPTDIR
+# ci: majors=all server=no cpu=0 estimate=60
 # No ID twice across restarts and crashes, with the clock set back while the server is down.
 # Each scenario runs a server of its own under libfaketime:
 #   clean restart, immediate shutdown, a backend killed (postmaster reinitialises shared

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # shellcheck source-path=SCRIPTDIR
+# ci: majors=15 server=yes cpu=2 timeout=1200 estimate=300
 # The sno crate's `postgres` (tokio-postgres) and `sqlx` features against the live cluster:
 # builds and runs the separate cargo project tests/drivers/rust (tests/drivers.rs there says
 # what each driver must do) with SNO_TEST_DSN set to a fresh database with the extension.

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # shellcheck source-path=SCRIPTDIR
+# ci: majors=ends server=no cpu=1 estimate=60
 # sno.sequence_min / sno.sequence_max: sno_generate confined to a slice of the sequence pool,
 # so that another generator (a Go or Rust service) on the rest of the pool shares the
 # partition without a collision.
@@ -19,7 +20,9 @@
 #     (tests/drivers/rust/tests/shared_partition.rs) on 32768-65535 with partition 4242 on the
 #     same clock, both inserting into one primary key for several seconds: zero conflicts,
 #     in units both used (both sides insert with ON CONFLICT DO NOTHING and count what was
-#     not inserted). A control run with the client on the server's slice must conflict.
+#     not inserted; the server's side is one session inserting without a gap, so that the two
+#     meet in most units however busy the machine). A control run with the client on the
+#     server's slice must conflict.
 #
 # Usage: sequence_slice.sh SOCKET_DIR PORT BINDIR  (only BINDIR is used: own clusters)
 set -euo pipefail
@@ -200,22 +203,25 @@ cargo test --manifest-path "$root/tests/drivers/rust/Cargo.toml" --test shared_p
 # sides in $conflicts.
 run() {
     psql -c "SET client_min_messages = warning" -c "DROP TABLE IF EXISTS shared" -c "CREATE TABLE shared (id sno PRIMARY KEY, origin text NOT NULL)"
-    # The server's side: statements of 2000 rows for as long as the client runs.
-    touch "$CL_WORK/go"
+    # The server's side: one session inserting statements of 200 rows, one after the other with
+    # no gap, for longer than the client runs (a new connection per statement left gaps that a
+    # busy machine made long enough for the two never to meet in a unit).
     : >"$CL_WORK/server-made"
     (
-        while [[ -e "$CL_WORK/go" ]]; do
-            psql -c "INSERT INTO shared SELECT sno_generate(), 'server' FROM generate_series(1, 2000) ON CONFLICT (id) DO NOTHING" ||
-                { echo "server insert failed" >"$CL_WORK/server-failed"; break; }
-            echo 2000 >>"$CL_WORK/server-made"
-        done
+        psql -c "CREATE TEMP TABLE made (n int8)" -c "INSERT INTO made VALUES (0)" \
+            -c "DO \$\$DECLARE d timestamptz := clock_timestamp() + interval '9 s'; n int8; BEGIN
+                    WHILE clock_timestamp() < d LOOP
+                        INSERT INTO shared SELECT sno_generate(), 'server' FROM generate_series(1, 200) ON CONFLICT (id) DO NOTHING;
+                        UPDATE made SET n = made.n + 200;
+                    END LOOP;
+                END\$\$" -c "SELECT n FROM made" >"$CL_WORK/server-made" ||
+            { echo "server insert failed" >"$CL_WORK/server-failed"; }
     ) &
     local pid=$! made rows client
     SNO_TEST_DSN="$dsn" SNO_CLIENT_SLICE="$2" SNO_CLIENT_PARTITION=4242 SNO_CLIENT_SECONDS=6 \
         SNO_EXPECT_CONFLICTS="$3" RUST_BACKTRACE=0 \
         cargo test --manifest-path "$root/tests/drivers/rust/Cargo.toml" --test shared_partition \
         -- --nocapture >"$log" 2>&1 && r=0 || r=$?
-    rm -f "$CL_WORK/go"
     wait "$pid"
     grep -E '^client IDs:' "$log" | sed 's/^/    /'
     check "$1: the client test passed" "$r" 0

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # shellcheck source-path=SCRIPTDIR
+# ci: majors=15 server=no cpu=1 estimate=60
 # SQLsmith (Debian's sqlsmith: random SQL made from the catalog) as an unprivileged role, on a
 # server of its own with sno preloaded, over sno objects the role owns: tables with sno columns
 # (sno_generate defaults, btree, hash, BRIN and expression indexes), sno[] arrays (GIN), a

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# ci: majors=all server=no cpu=0 estimate=60
 # Standbys, failover and clones, with real servers:
 #  1. A streaming standby made with pg_basebackup refuses sno_generate (SQLSTATE 25006)
 #     and has its own derived partition.

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # shellcheck source-path=SCRIPTDIR
+# ci: majors=15 server=no cpu=0 estimate=30
 # Time-partitioned tables on plain PostgreSQL with pg_cron (Debian's postgresql-15-cron 1.4),
 # on a server of its own (shared_preload_libraries = 'pg_cron,sno'):
 #  1. doc/time-partitions.md's SQL blocks run as printed (tests/docs/run_sql.py), pg_cron's jobs

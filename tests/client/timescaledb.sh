@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # shellcheck source-path=SCRIPTDIR
+# ci: majors=15 server=no cpu=2 timeout=1200 estimate=200
 # sno keys as the time dimension of a TimescaleDB 2.28.3 hypertable, on a real server with
 # shared_preload_libraries = 'timescaledb,sno', under a fixed clock (libfaketime: now() is
 # 2026-03-15 12:00 UTC plus the test's run time, so its golden file holds on any day):
