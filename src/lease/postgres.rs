@@ -28,10 +28,12 @@
 //! nothing (no join of a thread the child does not have, no release of the parent's lease, no
 //! use of the parent's connection). Start a new keeper in the child.
 
-use super::{
-    after_renew_error, lease_from_columns, process_id, AfterRenewError, BadRow, Granted, Lease,
-    LeaseConfig, LeaseError, LeasedGenerator, Status,
+use super::config::LeaseConfig;
+use super::generator::{process_id, LeasedGenerator};
+use super::keeper::{
+    after_renew_error, lease_from_columns, AfterRenewError, BadRow, Granted, Status,
 };
+use super::window::{Lease, LeaseError};
 use crate::Sno;
 use ::postgres::{Client, Row};
 use std::fmt;

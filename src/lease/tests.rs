@@ -1,9 +1,13 @@
 //! The leased generator's decisions under a clock the tests drive.
 
 use super::*;
+use crate::id::time::{units_to_unix_nanos, unix_nanos_to_units};
+use crate::Sno;
 use proptest::prelude::*;
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicI64, Ordering as O};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// A unit in 2025, far from either end of the format's range.
 const BASE: u64 = 118_346_400_000; // 2025-01-01T00:00:00Z

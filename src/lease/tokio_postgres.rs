@@ -37,10 +37,12 @@
 //! keeper: its generator refuses with [`GenerateError::Forked`](super::GenerateError::Forked)
 //! and dropping the keeper there does nothing; start a new runtime and keeper in the child.
 
-use super::{
-    after_renew_error, lease_from_columns, process_id, AfterRenewError, Backoff, BadRow, Granted,
-    Lease, LeaseConfig, LeaseError, LeasedGenerator, Status,
+use super::config::{Backoff, LeaseConfig};
+use super::generator::{process_id, LeasedGenerator};
+use super::keeper::{
+    after_renew_error, lease_from_columns, AfterRenewError, BadRow, Granted, Status,
 };
+use super::window::{Lease, LeaseError};
 use crate::Sno;
 use ::tokio_postgres::{Client, Row};
 use std::fmt;
