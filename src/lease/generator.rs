@@ -159,7 +159,7 @@ fn process_id_slow() -> u32 {
 
 /// One lease's stamping state.
 #[derive(Clone, Debug)]
-struct Slot {
+struct LeaseSlot {
     lease: i64,
     partition: u16,
     seq_min: u16,
@@ -174,7 +174,7 @@ struct Slot {
 
 /// Why a slot gave no ID.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Refusal {
+enum SlotRefusal {
     /// The clock (and the floor) are before the window, which starts at this unit.
     Behind(u64),
     NoLease,
@@ -182,9 +182,9 @@ enum Refusal {
     UsedUp,
 }
 
-impl Slot {
-    fn new(lease: &Lease, window: Window) -> Slot {
-        Slot {
+impl LeaseSlot {
+    fn new(lease: &Lease, window: Window) -> LeaseSlot {
+        LeaseSlot {
             lease: lease.lease,
             partition: lease.partition,
             seq_min: lease.sequence_min,
@@ -199,17 +199,17 @@ impl Slot {
     /// The next (unit, sequence) at clock unit `now`; a slot not started yet starts no earlier
     /// than `floor` (after the units of the lease it replaced, so IDs stay increasing).
     #[inline]
-    fn take(&mut self, now: u64, floor: u64) -> Result<(u64, u16), Refusal> {
+    fn take(&mut self, now: u64, floor: u64) -> Result<(u64, u16), SlotRefusal> {
         let unit = if self.started {
             self.unit.max(now)
         } else {
             now.max(floor)
         };
         if unit < self.window.not_before {
-            return Err(Refusal::Behind(self.window.not_before));
+            return Err(SlotRefusal::Behind(self.window.not_before));
         }
         if unit >= self.window.expires_at {
-            return Err(Refusal::Expired(unit));
+            return Err(SlotRefusal::Expired(unit));
         }
         if !self.started || unit > self.unit {
             self.unit = unit;
@@ -219,7 +219,7 @@ impl Slot {
             // The unit's slice is used up: the next unit, while inside the window.
             let next_unit = self.unit + 1;
             if next_unit >= self.window.expires_at {
-                return Err(Refusal::UsedUp);
+                return Err(SlotRefusal::UsedUp);
             }
             self.unit = next_unit;
             self.next = self.seq_min as u32;
@@ -230,12 +230,14 @@ impl Slot {
     }
 }
 
+/// What the generator's lock guards: the lease it stamps under and the one that lease
+/// replaced, the last unit stamped, the lease as last given.
 #[derive(Debug, Default)]
-struct State {
-    current: Option<Slot>,
+struct Stamping {
+    current: Option<LeaseSlot>,
     /// The lease `current` replaced, used while `current` cannot start yet (the clock before
     /// its window) and its own window lasts.
-    previous: Option<Slot>,
+    previous: Option<LeaseSlot>,
     /// The last unit stamped under any lease.
     last: Option<u64>,
     /// The lease as last given (renewals included).
@@ -267,7 +269,7 @@ impl Default for GeneratorOptions {
 /// whoever renews (a keeper of the `lease-postgres` or `lease-tokio-postgres` feature, or the
 /// application).
 pub struct LeasedGenerator {
-    state: Mutex<State>,
+    state: Mutex<Stamping>,
     clock: Option<Arc<dyn Clock>>,
     options: GeneratorOptions,
     pid: u32,
@@ -314,8 +316,8 @@ impl LeasedGenerator {
     ) -> Result<LeasedGenerator, LeaseError> {
         let window = lease.check()?;
         Ok(LeasedGenerator {
-            state: Mutex::new(State {
-                current: Some(Slot::new(lease, window)),
+            state: Mutex::new(Stamping {
+                current: Some(LeaseSlot::new(lease, window)),
                 previous: None,
                 last: None,
                 lease: Some(lease.clone()),
@@ -326,7 +328,7 @@ impl LeasedGenerator {
         })
     }
 
-    fn lock(&self) -> MutexGuard<'_, State> {
+    fn lock(&self) -> MutexGuard<'_, Stamping> {
         // Nothing panics while the lock is held; a poisoned lock's state is whole.
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -381,13 +383,13 @@ impl LeasedGenerator {
                     Ok((unit, partition, seq)) => {
                         return Ok(Sno::new(unit, 0, meta, partition, seq))
                     }
-                    Err(Refusal::Behind(not_before)) => not_before,
-                    Err(Refusal::NoLease) => return Err(GenerateError::NoLease),
-                    Err(Refusal::Expired(unit)) => {
+                    Err(SlotRefusal::Behind(not_before)) => not_before,
+                    Err(SlotRefusal::NoLease) => return Err(GenerateError::NoLease),
+                    Err(SlotRefusal::Expired(unit)) => {
                         let expires_at = st.current.as_ref().map_or(0, |s| s.window.expires_at);
                         return Err(GenerateError::Expired { unit, expires_at });
                     }
-                    Err(Refusal::UsedUp) => {
+                    Err(SlotRefusal::UsedUp) => {
                         let expires_at = st.current.as_ref().map_or(0, |s| s.window.expires_at);
                         return Err(GenerateError::SliceUsedUp { expires_at });
                     }
@@ -413,10 +415,10 @@ impl LeasedGenerator {
 
     /// The decision under the lock: (unit, partition, sequence) or why not.
     #[inline]
-    fn take(st: &mut State, now: u64) -> Result<(u64, u16, u16), Refusal> {
+    fn take(st: &mut Stamping, now: u64) -> Result<(u64, u16, u16), SlotRefusal> {
         let floor = st.last.map_or(0, |u| u + 1);
         let Some(cur) = st.current.as_mut() else {
-            return Err(Refusal::NoLease);
+            return Err(SlotRefusal::NoLease);
         };
         let was_started = cur.started;
         match cur.take(now, floor) {
@@ -437,7 +439,7 @@ impl LeasedGenerator {
                             st.last = Some(st.last.map_or(unit, |l| l.max(unit)));
                             return Ok((unit, partition, seq));
                         }
-                        Err(Refusal::Behind(_)) => {}
+                        Err(SlotRefusal::Behind(_)) => {}
                         Err(_) => st.previous = None,
                     }
                 }
@@ -454,7 +456,7 @@ impl LeasedGenerator {
     pub fn renewed(&self, lease: &Lease) -> Result<(), LeaseError> {
         let window = lease.check()?;
         let mut st = self.lock();
-        let State {
+        let Stamping {
             current,
             previous,
             lease: known,
@@ -499,7 +501,7 @@ impl LeasedGenerator {
             drop(st);
             return self.renewed(lease);
         }
-        let old = st.current.replace(Slot::new(lease, window));
+        let old = st.current.replace(LeaseSlot::new(lease, window));
         if let Some(old) = old {
             st.previous = Some(old);
         }

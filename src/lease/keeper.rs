@@ -9,7 +9,7 @@ use std::time::{Duration, Instant, SystemTime};
 /// A lease as a call returned it, with the registry's clock at the time and the local instant
 /// the answer came.
 #[derive(Clone, Debug)]
-pub struct Granted {
+pub struct LeaseGrant {
     /// The lease.
     pub lease: Lease,
     /// The registry's clock (`clock_timestamp()`) when it answered.
@@ -18,7 +18,7 @@ pub struct Granted {
     pub received: Instant,
 }
 
-impl Granted {
+impl LeaseGrant {
     /// When to renew, by this host's monotonic clock: `renew_after` as far after the answer as
     /// it was after the registry's clock then (so skew between the clocks does not matter),
     /// never later than halfway to `expires_at` and never sooner than 10 ms.
@@ -91,7 +91,7 @@ pub fn after_renew_error(sqlstate: Option<&str>) -> AfterRenewError {
 
 /// What a keeper has seen: for logs and metrics (renewals failing).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Status {
+pub struct KeeperStatus {
     /// The lease in use.
     pub lease: Option<i64>,
     /// Its window's end as last renewed.
@@ -108,7 +108,7 @@ pub struct Status {
     pub last_error: Option<String>,
 }
 
-impl Status {
+impl KeeperStatus {
     /// Notes a lease acquired (`new`) or renewed.
     pub fn granted(&mut self, lease: &Lease, new: bool) {
         self.lease = Some(lease.lease);

@@ -79,5 +79,7 @@ pub use config::{Backoff, LeaseConfig, Sql};
 pub use generator::{
     process_id, Clock, GenerateError, GeneratorOptions, LeasedGenerator, SystemClock,
 };
-pub use keeper::{after_renew_error, lease_from_columns, AfterRenewError, BadRow, Granted, Status};
+pub use keeper::{
+    after_renew_error, lease_from_columns, AfterRenewError, BadRow, KeeperStatus, LeaseGrant,
+};
 pub use window::{unit_of, unit_start, BadToken, Lease, LeaseError, Token, Window};

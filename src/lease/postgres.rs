@@ -31,7 +31,7 @@
 use super::config::LeaseConfig;
 use super::generator::{process_id, LeasedGenerator};
 use super::keeper::{
-    after_renew_error, lease_from_columns, AfterRenewError, BadRow, Granted, Status,
+    after_renew_error, lease_from_columns, AfterRenewError, BadRow, KeeperStatus, LeaseGrant,
 };
 use super::window::{Lease, LeaseError};
 use crate::Sno;
@@ -116,7 +116,7 @@ impl From<LeaseError> for Error {
     }
 }
 
-fn granted(row: &Row) -> Result<Granted, Error> {
+fn granted(row: &Row) -> Result<LeaseGrant, Error> {
     let received = Instant::now();
     let lease = lease_from_columns(
         row.try_get(0)?,
@@ -131,7 +131,7 @@ fn granted(row: &Row) -> Result<Granted, Error> {
     )
     .map_err(Error::Row)?;
     let server_now: SystemTime = row.try_get(9)?;
-    Ok(Granted {
+    Ok(LeaseGrant {
         lease,
         server_now,
         received,
@@ -139,7 +139,7 @@ fn granted(row: &Row) -> Result<Granted, Error> {
 }
 
 /// `sno_lease_acquire`: a new lease for `config.holder`, `config.ttl` and `config.sequences`.
-pub fn acquire(client: &mut Client, config: &LeaseConfig) -> Result<Granted, Error> {
+pub fn acquire(client: &mut Client, config: &LeaseConfig) -> Result<LeaseGrant, Error> {
     let sequences = i32::try_from(config.sequences).unwrap_or(i32::MAX);
     let row = client.query_one(
         &config.sql().acquire,
@@ -149,7 +149,11 @@ pub fn acquire(client: &mut Client, config: &LeaseConfig) -> Result<Granted, Err
 }
 
 /// `sno_lease_renew`: the same lease with a later `expires_at`.
-pub fn renew(client: &mut Client, config: &LeaseConfig, lease: &Lease) -> Result<Granted, Error> {
+pub fn renew(
+    client: &mut Client,
+    config: &LeaseConfig,
+    lease: &Lease,
+) -> Result<LeaseGrant, Error> {
     let row = client.query_one(
         &config.sql().renew,
         &[&lease.lease, &lease.token.to_string(), &config.ttl_micros()],
@@ -169,7 +173,7 @@ pub fn release(client: &mut Client, config: &LeaseConfig, lease: &Lease) -> Resu
 /// A leased generator kept alive by a thread: see the [module](self).
 pub struct LeaseKeeper {
     generator: Arc<LeasedGenerator>,
-    status: Arc<Mutex<Status>>,
+    status: Arc<Mutex<KeeperStatus>>,
     stop: Option<mpsc::Sender<()>>,
     thread: Option<JoinHandle<()>>,
     pid: u32,
@@ -198,7 +202,7 @@ impl LeaseKeeper {
             &first.lease,
             config.generator_options(),
         )?);
-        let mut status = Status::default();
+        let mut status = KeeperStatus::default();
         status.granted(&first.lease, true);
         let status = Arc::new(Mutex::new(status));
         let (stop, stopped) = mpsc::channel();
@@ -242,9 +246,9 @@ impl LeaseKeeper {
     }
 
     /// What the keeper has seen (renewals, failures, the last error).
-    pub fn status(&self) -> Status {
+    pub fn status(&self) -> KeeperStatus {
         if process_id() != self.pid {
-            return Status::default();
+            return KeeperStatus::default();
         }
         self.status
             .lock()
@@ -287,7 +291,7 @@ struct Worker<F> {
     /// The lease cannot be renewed (55000, 42501): acquire a new one.
     need_new: bool,
     generator: Arc<LeasedGenerator>,
-    status: Arc<Mutex<Status>>,
+    status: Arc<Mutex<KeeperStatus>>,
     backoff: super::Backoff,
 }
 
@@ -318,7 +322,7 @@ where
         }
     }
 
-    fn note(&self, f: impl FnOnce(&mut Status)) {
+    fn note(&self, f: impl FnOnce(&mut KeeperStatus)) {
         f(&mut self.status.lock().unwrap_or_else(|e| e.into_inner()));
     }
 

@@ -40,7 +40,7 @@
 use super::config::{Backoff, LeaseConfig};
 use super::generator::{process_id, LeasedGenerator};
 use super::keeper::{
-    after_renew_error, lease_from_columns, AfterRenewError, BadRow, Granted, Status,
+    after_renew_error, lease_from_columns, AfterRenewError, BadRow, KeeperStatus, LeaseGrant,
 };
 use super::window::{Lease, LeaseError};
 use crate::Sno;
@@ -126,7 +126,7 @@ impl From<LeaseError> for Error {
     }
 }
 
-fn granted(row: &Row) -> Result<Granted, Error> {
+fn granted(row: &Row) -> Result<LeaseGrant, Error> {
     let received = Instant::now();
     let lease = lease_from_columns(
         row.try_get(0)?,
@@ -141,7 +141,7 @@ fn granted(row: &Row) -> Result<Granted, Error> {
     )
     .map_err(Error::Row)?;
     let server_now: SystemTime = row.try_get(9)?;
-    Ok(Granted {
+    Ok(LeaseGrant {
         lease,
         server_now,
         received,
@@ -160,7 +160,7 @@ async fn bounded<T>(
 }
 
 /// `sno_lease_acquire`: a new lease for `config.holder`, `config.ttl` and `config.sequences`.
-pub async fn acquire(client: &Client, config: &LeaseConfig) -> Result<Granted, Error> {
+pub async fn acquire(client: &Client, config: &LeaseConfig) -> Result<LeaseGrant, Error> {
     let sequences = i32::try_from(config.sequences).unwrap_or(i32::MAX);
     let sql = config.sql().acquire;
     let row = bounded(
@@ -172,7 +172,11 @@ pub async fn acquire(client: &Client, config: &LeaseConfig) -> Result<Granted, E
 }
 
 /// `sno_lease_renew`: the same lease with a later `expires_at`.
-pub async fn renew(client: &Client, config: &LeaseConfig, lease: &Lease) -> Result<Granted, Error> {
+pub async fn renew(
+    client: &Client,
+    config: &LeaseConfig,
+    lease: &Lease,
+) -> Result<LeaseGrant, Error> {
     let sql = config.sql().renew;
     let token = lease.token.to_string();
     let row = bounded(
@@ -194,7 +198,7 @@ pub async fn release(client: &Client, config: &LeaseConfig, lease: &Lease) -> Re
 /// A leased generator kept alive by a tokio task: see the [module](self).
 pub struct LeaseKeeper {
     generator: Arc<LeasedGenerator>,
-    status: Arc<Mutex<Status>>,
+    status: Arc<Mutex<KeeperStatus>>,
     stop: Option<oneshot::Sender<()>>,
     task: Option<JoinHandle<()>>,
     pid: u32,
@@ -224,7 +228,7 @@ impl LeaseKeeper {
             &first.lease,
             config.generator_options(),
         )?);
-        let mut status = Status::default();
+        let mut status = KeeperStatus::default();
         status.granted(&first.lease, true);
         let status = Arc::new(Mutex::new(status));
         let (stop, stopped) = oneshot::channel();
@@ -264,9 +268,9 @@ impl LeaseKeeper {
     }
 
     /// What the keeper has seen (renewals, failures, the last error).
-    pub fn status(&self) -> Status {
+    pub fn status(&self) -> KeeperStatus {
         if process_id() != self.pid {
-            return Status::default();
+            return KeeperStatus::default();
         }
         self.status
             .lock()
@@ -309,7 +313,7 @@ struct Worker<F> {
     /// The lease cannot be renewed (55000, 42501): acquire a new one.
     need_new: bool,
     generator: Arc<LeasedGenerator>,
-    status: Arc<Mutex<Status>>,
+    status: Arc<Mutex<KeeperStatus>>,
     backoff: Backoff,
 }
 
@@ -343,7 +347,7 @@ where
         }
     }
 
-    fn note(&self, f: impl FnOnce(&mut Status)) {
+    fn note(&self, f: impl FnOnce(&mut KeeperStatus)) {
         f(&mut self.status.lock().unwrap_or_else(|e| e.into_inner()));
     }
 
@@ -365,14 +369,14 @@ where
         r
     }
 
-    async fn renew_once(&mut self) -> Result<Granted, Error> {
+    async fn renew_once(&mut self) -> Result<LeaseGrant, Error> {
         self.ensure_client().await?;
         let c = self.client.as_ref().expect("connected");
         let r = renew(c, &self.config, &self.lease).await;
         self.check(r)
     }
 
-    async fn acquire_once(&mut self) -> Result<Granted, Error> {
+    async fn acquire_once(&mut self) -> Result<LeaseGrant, Error> {
         self.ensure_client().await?;
         let c = self.client.as_ref().expect("connected");
         let r = acquire(c, &self.config).await;
