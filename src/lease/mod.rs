@@ -58,9 +58,13 @@
 
 // The rooms, each importing only the ones before it here: `window` (the lease, its window,
 // tokens, time in units), `generator` (the leased generator, its clock, fork detection),
-// `config` (a keeper's configuration, the SQL of its calls, backoff), `keeper` (what both
-// drivers deal in: grants, rows, the renewal rule, status), then the drivers.
+// `config` (a keeper's configuration, the SQL of its calls, backoff), `keeper` (what a keeper
+// deals in: grants, rows, the renewal rule, status), `driver` (what the two drivers share: the
+// keeper less its calls, the row, the server's errors), then the drivers, which keep only
+// their calls (blocking on a thread, awaited in a task).
 mod config;
+#[cfg(any(feature = "lease-postgres", feature = "lease-tokio-postgres"))]
+mod driver;
 mod generator;
 mod keeper;
 mod window;
