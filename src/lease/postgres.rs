@@ -21,24 +21,25 @@
 //! block). The blocking driver cannot bound a call's time: give the connection TCP keepalives
 //! or a `tcp_user_timeout` in the connect closure, so that a dead network ends the call and
 //! the keeper reconnects. While renewals fail the generator stamps until the window's end,
-//! then refuses ([`GenerateError::Expired`](super::GenerateError::Expired)).
+//! then refuses ([`GenerateError::Expired`]).
 //!
 //! A forked child cannot use the parent's keeper: its generator refuses with
-//! [`GenerateError::Forked`](super::GenerateError::Forked), and dropping the keeper there does
-//! nothing (no join of a thread the child does not have, no release of the parent's lease, no
-//! use of the parent's connection). Start a new keeper in the child.
+//! [`GenerateError::Forked`], and dropping the keeper there does nothing (no join of a thread
+//! the child does not have, no release of the parent's lease, no use of the parent's
+//! connection). Start a new keeper in the child.
 
-use super::{
-    after_renew_error, lease_from_columns, process_id, AfterRenewError, BadRow, Granted, Lease,
-    LeaseConfig, LeaseError, LeasedGenerator, Status,
-};
+use super::config::LeaseConfig;
+use super::driver::{self, forget_if_lost, read_grant, CallError, KeeperHandle, Renewal};
+use super::generator::{GenerateError, LeasedGenerator};
+use super::keeper::{BadRow, KeeperStatus, LeaseGrant};
+use super::window::{Lease, LeaseError};
 use crate::Sno;
-use ::postgres::{Client, Row};
+use ::postgres::Client;
 use std::fmt;
 use std::sync::mpsc::{self, RecvTimeoutError};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::{Instant, SystemTime};
+use std::time::Instant;
 
 /// An error of a lease call or of starting a keeper.
 #[derive(Debug)]
@@ -62,28 +63,26 @@ impl Error {
     /// The server's SQLSTATE, if the server answered with an error.
     pub fn sqlstate(&self) -> Option<&str> {
         match self {
-            Error::Db(e) => e.code().map(|c| c.code()),
+            Error::Db(e) => driver::sqlstate(e),
             _ => None,
         }
     }
+}
 
-    /// Whether the connection is unusable (lost, or no server error to show for it): the
-    /// keeper connects again.
+impl CallError for Error {
+    fn sqlstate(&self) -> Option<&str> {
+        Error::sqlstate(self)
+    }
+
     fn connection_lost(&self) -> bool {
-        match self {
-            Error::Db(e) => e.is_closed() || e.as_db_error().is_none(),
-            _ => false,
-        }
+        matches!(self, Error::Db(e) if driver::connection_lost(e))
     }
 }
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Error::Db(e) => match e.as_db_error() {
-                Some(db) => write!(f, "{} (SQLSTATE {})", db.message(), db.code().code()),
-                None => write!(f, "{e}"),
-            },
+            Error::Db(e) => driver::fmt_db(e, f),
             Error::Lease(e) => write!(f, "{e}"),
             Error::Row(e) => write!(f, "{e}"),
             Error::Thread(e) => write!(f, "the sno lease renewal thread could not start: {e}"),
@@ -114,45 +113,33 @@ impl From<LeaseError> for Error {
     }
 }
 
-fn granted(row: &Row) -> Result<Granted, Error> {
-    let received = Instant::now();
-    let lease = lease_from_columns(
-        row.try_get(0)?,
-        row.try_get::<_, &str>(1)?,
-        row.try_get(2)?,
-        row.try_get(3)?,
-        row.try_get(4)?,
-        row.try_get(5)?,
-        row.try_get(6)?,
-        row.try_get(7)?,
-        row.try_get(8)?,
-    )
-    .map_err(Error::Row)?;
-    let server_now: SystemTime = row.try_get(9)?;
-    Ok(Granted {
-        lease,
-        server_now,
-        received,
-    })
+impl From<BadRow> for Error {
+    fn from(e: BadRow) -> Error {
+        Error::Row(e)
+    }
 }
 
 /// `sno_lease_acquire`: a new lease for `config.holder`, `config.ttl` and `config.sequences`.
-pub fn acquire(client: &mut Client, config: &LeaseConfig) -> Result<Granted, Error> {
+pub fn acquire(client: &mut Client, config: &LeaseConfig) -> Result<LeaseGrant, Error> {
     let sequences = i32::try_from(config.sequences).unwrap_or(i32::MAX);
     let row = client.query_one(
         &config.sql().acquire,
         &[&config.holder, &config.ttl_micros(), &sequences],
     )?;
-    granted(&row)
+    read_grant(&row)
 }
 
 /// `sno_lease_renew`: the same lease with a later `expires_at`.
-pub fn renew(client: &mut Client, config: &LeaseConfig, lease: &Lease) -> Result<Granted, Error> {
+pub fn renew(
+    client: &mut Client,
+    config: &LeaseConfig,
+    lease: &Lease,
+) -> Result<LeaseGrant, Error> {
     let row = client.query_one(
         &config.sql().renew,
         &[&lease.lease, &lease.token.to_string(), &config.ttl_micros()],
     )?;
-    granted(&row)
+    read_grant(&row)
 }
 
 /// `sno_lease_release` (idempotent).
@@ -166,17 +153,15 @@ pub fn release(client: &mut Client, config: &LeaseConfig, lease: &Lease) -> Resu
 
 /// A leased generator kept alive by a thread: see the [module](self).
 pub struct LeaseKeeper {
-    generator: Arc<LeasedGenerator>,
-    status: Arc<Mutex<Status>>,
+    handle: KeeperHandle,
     stop: Option<mpsc::Sender<()>>,
     thread: Option<JoinHandle<()>>,
-    pid: u32,
 }
 
 impl fmt::Debug for LeaseKeeper {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("LeaseKeeper")
-            .field("generator", &self.generator)
+            .field("generator", self.handle.generator())
             .finish_non_exhaustive()
     }
 }
@@ -192,23 +177,12 @@ impl LeaseKeeper {
     {
         let mut client = connect()?;
         let first = acquire(&mut client, &config)?;
-        let generator = Arc::new(LeasedGenerator::with_options(
-            &first.lease,
-            config.generator_options(),
-        )?);
-        let mut status = Status::default();
-        status.granted(&first.lease, true);
-        let status = Arc::new(Mutex::new(status));
+        let (handle, renewal) = Renewal::start(config, &first)?;
         let (stop, stopped) = mpsc::channel();
-        let worker = Worker {
-            backoff: config.backoff(),
-            config,
+        let worker = RenewalThread {
+            renewal,
             connect,
             client: Some(client),
-            lease: first.lease.clone(),
-            need_new: false,
-            generator: generator.clone(),
-            status: status.clone(),
         };
         let due = first.renew_due();
         let thread = std::thread::Builder::new()
@@ -216,38 +190,30 @@ impl LeaseKeeper {
             .spawn(move || worker.run(stopped, due))
             .map_err(Error::Thread)?;
         Ok(LeaseKeeper {
-            generator,
-            status,
+            handle,
             stop: Some(stop),
             thread: Some(thread),
-            pid: process_id(),
         })
     }
 
     /// The generator (to share: it is an `Arc`).
     pub fn generator(&self) -> &Arc<LeasedGenerator> {
-        &self.generator
+        self.handle.generator()
     }
 
     /// A new ID (meta 0): [`LeasedGenerator::generate`].
-    pub fn generate(&self) -> Result<Sno, super::GenerateError> {
-        self.generator.generate()
+    pub fn generate(&self) -> Result<Sno, GenerateError> {
+        self.handle.generator().generate()
     }
 
     /// The lease in use (its latest renewal).
     pub fn lease(&self) -> Option<Lease> {
-        self.generator.lease()
+        self.handle.generator().lease()
     }
 
     /// What the keeper has seen (renewals, failures, the last error).
-    pub fn status(&self) -> Status {
-        if process_id() != self.pid {
-            return Status::default();
-        }
-        self.status
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+    pub fn status(&self) -> KeeperStatus {
+        self.handle.status()
     }
 
     /// Stops the renewals, stops the generator and releases the lease (best effort), waiting
@@ -257,7 +223,7 @@ impl LeaseKeeper {
     }
 
     fn stop_and_join(&mut self) {
-        if process_id() != self.pid {
+        if self.handle.is_fork() {
             // A fork: the thread, the connection and the lease are the parent's.
             std::mem::forget(self.stop.take());
             std::mem::forget(self.thread.take());
@@ -276,20 +242,14 @@ impl Drop for LeaseKeeper {
     }
 }
 
-/// The renewal thread's state.
-struct Worker<F> {
-    config: LeaseConfig,
+/// The renewal thread's state: the renewal, and the connection its calls block on.
+struct RenewalThread<F> {
+    renewal: Renewal,
     connect: F,
     client: Option<Client>,
-    lease: Lease,
-    /// The lease cannot be renewed (55000, 42501): acquire a new one.
-    need_new: bool,
-    generator: Arc<LeasedGenerator>,
-    status: Arc<Mutex<Status>>,
-    backoff: super::Backoff,
 }
 
-impl<F> Worker<F>
+impl<F> RenewalThread<F>
 where
     F: FnMut() -> Result<Client, ::postgres::Error>,
 {
@@ -298,82 +258,38 @@ where
         while let Err(RecvTimeoutError::Timeout) =
             stop.recv_timeout(due.saturating_duration_since(Instant::now()))
         {
-            due = match self.step() {
-                Ok(next) => {
-                    self.backoff.reset();
-                    next
-                }
-                Err(e) => {
-                    self.note(|s| s.failed(&e));
-                    Instant::now() + self.backoff.next_delay()
-                }
-            };
+            let r = self.step();
+            due = self.renewal.next_due(r);
         }
-        self.generator.revoke();
-        let (lease, config) = (self.lease.clone(), self.config.clone());
-        if let Ok(c) = self.client() {
-            let _ = release(c, &config, &lease);
-        }
+        self.renewal.stop();
+        let _ = self.call(release);
     }
 
-    fn note(&self, f: impl FnOnce(&mut Status)) {
-        f(&mut self.status.lock().unwrap_or_else(|e| e.into_inner()));
-    }
-
-    fn client(&mut self) -> Result<&mut Client, Error> {
+    /// A call on the keeper's connection, connecting first if there is none; a connection the
+    /// call lost is forgotten (the next call connects again).
+    fn call<T>(
+        &mut self,
+        f: impl FnOnce(&mut Client, &LeaseConfig, &Lease) -> Result<T, Error>,
+    ) -> Result<T, Error> {
         if self.client.is_none() {
             self.client = Some((self.connect)()?);
         }
-        Ok(self.client.as_mut().expect("just connected"))
-    }
-
-    /// Forgets a connection that is lost (the next step connects again).
-    fn check<T>(&mut self, r: Result<T, Error>) -> Result<T, Error> {
-        if let Err(e) = &r {
-            if e.connection_lost() {
-                self.client = None;
-            }
-        }
-        r
+        let client = self.client.as_mut().expect("just connected");
+        let r = f(client, self.renewal.config(), self.renewal.lease());
+        forget_if_lost(&mut self.client, r)
     }
 
     /// One renewal (or acquisition): when the next is due.
     fn step(&mut self) -> Result<Instant, Error> {
-        if !self.need_new {
-            let lease = self.lease.clone();
-            let config = self.config.clone();
-            let r = self.client().and_then(|c| renew(c, &config, &lease));
-            match self.check(r) {
-                Ok(g) => match self.generator.renewed(&g.lease) {
-                    Ok(()) => {
-                        self.note(|s| s.granted(&g.lease, false));
-                        self.lease = g.lease.clone();
-                        return Ok(g.renew_due());
-                    }
-                    Err(e) => {
-                        // Not the lease renewed: a server fault; take another lease.
-                        self.note(|s| s.failed(&e));
-                        self.need_new = true;
-                    }
-                },
-                Err(e) if after_renew_error(e.sqlstate()) == AfterRenewError::AcquireNew => {
-                    self.note(|s| s.failed(&e));
-                    self.need_new = true;
-                }
-                Err(e) => return Err(e),
+        if self.renewal.renewing() {
+            let r = self.call(renew);
+            if let Some(due) = self.renewal.renewed(r)? {
+                return Ok(due);
             }
         }
-        let config = self.config.clone();
-        let r = self.client().and_then(|c| acquire(c, &config));
-        let g = self.check(r)?;
-        self.generator.replace(&g.lease)?;
-        self.note(|s| s.granted(&g.lease, true));
-        let old = std::mem::replace(&mut self.lease, g.lease.clone());
-        self.need_new = false;
-        // The old lease: released (it may still be stamped until its end meanwhile, which the
-        // registry allows for: its slice is granted again only after that end).
-        let r = self.client().and_then(|c| release(c, &config, &old));
-        let _ = self.check(r);
+        let g = self.call(|c, config, _| acquire(c, config))?;
+        let old = self.renewal.acquired(&g)?;
+        let _ = self.call(|c, config, _| release(c, config, &old));
         Ok(g.renew_due())
     }
 }

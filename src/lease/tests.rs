@@ -1,9 +1,13 @@
 //! The leased generator's decisions under a clock the tests drive.
 
 use super::*;
+use crate::id::time::{units_to_unix_nanos, unix_nanos_to_units};
+use crate::Sno;
 use proptest::prelude::*;
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicI64, Ordering as O};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// A unit in 2025, far from either end of the format's range.
 const BASE: u64 = 118_346_400_000; // 2025-01-01T00:00:00Z
@@ -380,7 +384,7 @@ fn renewal_rules() {
     let mut l = lease(1, 61440, (0, 7), (BASE, BASE + 15_000));
     l.renew_after = server_now + Duration::from_secs(20);
     let received = Instant::now();
-    let g = Granted {
+    let g = LeaseGrant {
         lease: l.clone(),
         server_now,
         received,
@@ -388,13 +392,13 @@ fn renewal_rules() {
     assert_eq!(g.renew_due(), received + Duration::from_secs(20));
     // Never later than halfway to the end, never sooner than 10 ms.
     l.renew_after = server_now + Duration::from_secs(50);
-    let g = Granted {
+    let g = LeaseGrant {
         lease: l.clone(),
         ..g
     };
     assert_eq!(g.renew_due(), received + Duration::from_secs(30));
     l.renew_after = server_now - Duration::from_secs(1);
-    let g = Granted { lease: l, ..g };
+    let g = LeaseGrant { lease: l, ..g };
     assert_eq!(g.renew_due(), received + Duration::from_millis(10));
 }
 

@@ -27,26 +27,26 @@
 //! The task runs on the runtime `start` is called on, which needs its timers (`enable_time`,
 //! or `enable_all`). Each call is bounded by [`LeaseConfig::call_timeout`]: past it the
 //! connection is dropped and the keeper connects again. While renewals fail the generator
-//! stamps until the window's end, then refuses
-//! ([`GenerateError::Expired`](super::GenerateError::Expired)). `generate` never awaits; it
-//! may sleep (block) up to [`LeaseConfig::max_clock_wait`] when this host's clock is behind
-//! the registry's at the start of a lease: set it to zero to refuse at once instead.
+//! stamps until the window's end, then refuses ([`GenerateError::Expired`]). `generate` never
+//! awaits; it may sleep (block) up to [`LeaseConfig::max_clock_wait`] when this host's clock
+//! is behind the registry's at the start of a lease: set it to zero to refuse at once instead.
 //!
 //! Dropping the keeper without `shutdown` stops the task, which still releases the lease if
 //! the runtime goes on. A forked child (tokio does not survive a fork) cannot use the parent's
-//! keeper: its generator refuses with [`GenerateError::Forked`](super::GenerateError::Forked)
-//! and dropping the keeper there does nothing; start a new runtime and keeper in the child.
+//! keeper: its generator refuses with [`GenerateError::Forked`] and dropping the keeper there
+//! does nothing; start a new runtime and keeper in the child.
 
-use super::{
-    after_renew_error, lease_from_columns, process_id, AfterRenewError, Backoff, BadRow, Granted,
-    Lease, LeaseConfig, LeaseError, LeasedGenerator, Status,
-};
+use super::config::LeaseConfig;
+use super::driver::{self, forget_if_lost, read_grant, CallError, KeeperHandle, Renewal};
+use super::generator::{GenerateError, LeasedGenerator};
+use super::keeper::{BadRow, KeeperStatus, LeaseGrant};
+use super::window::{Lease, LeaseError};
 use crate::Sno;
-use ::tokio_postgres::{Client, Row};
+use ::tokio_postgres::Client;
 use std::fmt;
 use std::future::Future;
-use std::sync::{Arc, Mutex};
-use std::time::{Instant, SystemTime};
+use std::sync::Arc;
+use std::time::Instant;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
@@ -72,15 +72,20 @@ impl Error {
     /// The server's SQLSTATE, if the server answered with an error.
     pub fn sqlstate(&self) -> Option<&str> {
         match self {
-            Error::Db(e) => e.code().map(|c| c.code()),
+            Error::Db(e) => driver::sqlstate(e),
             _ => None,
         }
     }
+}
 
-    /// Whether the connection is unusable: the keeper connects again.
+impl CallError for Error {
+    fn sqlstate(&self) -> Option<&str> {
+        Error::sqlstate(self)
+    }
+
     fn connection_lost(&self) -> bool {
         match self {
-            Error::Db(e) => e.is_closed() || e.as_db_error().is_none(),
+            Error::Db(e) => driver::connection_lost(e),
             Error::Timeout => true,
             _ => false,
         }
@@ -90,10 +95,7 @@ impl Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Error::Db(e) => match e.as_db_error() {
-                Some(db) => write!(f, "{} (SQLSTATE {})", db.message(), db.code().code()),
-                None => write!(f, "{e}"),
-            },
+            Error::Db(e) => driver::fmt_db(e, f),
             Error::Lease(e) => write!(f, "{e}"),
             Error::Row(e) => write!(f, "{e}"),
             Error::Timeout => f.write_str("a sno lease call timed out"),
@@ -124,26 +126,10 @@ impl From<LeaseError> for Error {
     }
 }
 
-fn granted(row: &Row) -> Result<Granted, Error> {
-    let received = Instant::now();
-    let lease = lease_from_columns(
-        row.try_get(0)?,
-        row.try_get::<_, &str>(1)?,
-        row.try_get(2)?,
-        row.try_get(3)?,
-        row.try_get(4)?,
-        row.try_get(5)?,
-        row.try_get(6)?,
-        row.try_get(7)?,
-        row.try_get(8)?,
-    )
-    .map_err(Error::Row)?;
-    let server_now: SystemTime = row.try_get(9)?;
-    Ok(Granted {
-        lease,
-        server_now,
-        received,
-    })
+impl From<BadRow> for Error {
+    fn from(e: BadRow) -> Error {
+        Error::Row(e)
+    }
 }
 
 /// A call bounded by `config.call_timeout`.
@@ -158,7 +144,7 @@ async fn bounded<T>(
 }
 
 /// `sno_lease_acquire`: a new lease for `config.holder`, `config.ttl` and `config.sequences`.
-pub async fn acquire(client: &Client, config: &LeaseConfig) -> Result<Granted, Error> {
+pub async fn acquire(client: &Client, config: &LeaseConfig) -> Result<LeaseGrant, Error> {
     let sequences = i32::try_from(config.sequences).unwrap_or(i32::MAX);
     let sql = config.sql().acquire;
     let row = bounded(
@@ -166,11 +152,15 @@ pub async fn acquire(client: &Client, config: &LeaseConfig) -> Result<Granted, E
         client.query_one(&sql, &[&config.holder, &config.ttl_micros(), &sequences]),
     )
     .await?;
-    granted(&row)
+    read_grant(&row)
 }
 
 /// `sno_lease_renew`: the same lease with a later `expires_at`.
-pub async fn renew(client: &Client, config: &LeaseConfig, lease: &Lease) -> Result<Granted, Error> {
+pub async fn renew(
+    client: &Client,
+    config: &LeaseConfig,
+    lease: &Lease,
+) -> Result<LeaseGrant, Error> {
     let sql = config.sql().renew;
     let token = lease.token.to_string();
     let row = bounded(
@@ -178,7 +168,7 @@ pub async fn renew(client: &Client, config: &LeaseConfig, lease: &Lease) -> Resu
         client.query_one(&sql, &[&lease.lease, &token, &config.ttl_micros()]),
     )
     .await?;
-    granted(&row)
+    read_grant(&row)
 }
 
 /// `sno_lease_release` (idempotent).
@@ -191,17 +181,15 @@ pub async fn release(client: &Client, config: &LeaseConfig, lease: &Lease) -> Re
 
 /// A leased generator kept alive by a tokio task: see the [module](self).
 pub struct LeaseKeeper {
-    generator: Arc<LeasedGenerator>,
-    status: Arc<Mutex<Status>>,
+    handle: KeeperHandle,
     stop: Option<oneshot::Sender<()>>,
     task: Option<JoinHandle<()>>,
-    pid: u32,
 }
 
 impl fmt::Debug for LeaseKeeper {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("LeaseKeeper")
-            .field("generator", &self.generator)
+            .field("generator", self.handle.generator())
             .finish_non_exhaustive()
     }
 }
@@ -218,64 +206,45 @@ impl LeaseKeeper {
     {
         let client = bounded(&config, connect()).await?;
         let first = acquire(&client, &config).await?;
-        let generator = Arc::new(LeasedGenerator::with_options(
-            &first.lease,
-            config.generator_options(),
-        )?);
-        let mut status = Status::default();
-        status.granted(&first.lease, true);
-        let status = Arc::new(Mutex::new(status));
+        let (handle, renewal) = Renewal::start(config, &first)?;
         let (stop, stopped) = oneshot::channel();
-        let worker = Worker {
-            backoff: config.backoff(),
-            config,
+        let worker = RenewalTask {
+            renewal,
             connect,
             client: Some(client),
-            lease: first.lease.clone(),
-            need_new: false,
-            generator: generator.clone(),
-            status: status.clone(),
         };
         let task = tokio::spawn(worker.run(stopped, first.renew_due()));
         Ok(LeaseKeeper {
-            generator,
-            status,
+            handle,
             stop: Some(stop),
             task: Some(task),
-            pid: process_id(),
         })
     }
 
     /// The generator (to share: it is an `Arc`).
     pub fn generator(&self) -> &Arc<LeasedGenerator> {
-        &self.generator
+        self.handle.generator()
     }
 
     /// A new ID (meta 0): [`LeasedGenerator::generate`].
-    pub fn generate(&self) -> Result<Sno, super::GenerateError> {
-        self.generator.generate()
+    pub fn generate(&self) -> Result<Sno, GenerateError> {
+        self.handle.generator().generate()
     }
 
     /// The lease in use (its latest renewal).
     pub fn lease(&self) -> Option<Lease> {
-        self.generator.lease()
+        self.handle.generator().lease()
     }
 
     /// What the keeper has seen (renewals, failures, the last error).
-    pub fn status(&self) -> Status {
-        if process_id() != self.pid {
-            return Status::default();
-        }
-        self.status
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+    pub fn status(&self) -> KeeperStatus {
+        self.handle.status()
     }
 
     /// Stops the renewals, stops the generator and releases the lease (best effort, within
     /// the call timeout), waiting for the task.
     pub async fn shutdown(mut self) {
-        if process_id() != self.pid {
+        if self.handle.is_fork() {
             return; // Drop forgets the parent's task.
         }
         drop(self.stop.take());
@@ -287,7 +256,7 @@ impl LeaseKeeper {
 
 impl Drop for LeaseKeeper {
     fn drop(&mut self) {
-        if process_id() != self.pid {
+        if self.handle.is_fork() {
             // A fork: the task, its runtime and the lease are the parent's.
             std::mem::forget(self.stop.take());
             std::mem::forget(self.task.take());
@@ -298,20 +267,14 @@ impl Drop for LeaseKeeper {
     }
 }
 
-/// The renewal task's state.
-struct Worker<F> {
-    config: LeaseConfig,
+/// The renewal task's state: the renewal, and the connection its calls await.
+struct RenewalTask<F> {
+    renewal: Renewal,
     connect: F,
     client: Option<Client>,
-    lease: Lease,
-    /// The lease cannot be renewed (55000, 42501): acquire a new one.
-    need_new: bool,
-    generator: Arc<LeasedGenerator>,
-    status: Arc<Mutex<Status>>,
-    backoff: Backoff,
 }
 
-impl<F, Fut> Worker<F>
+impl<F, Fut> RenewalTask<F>
 where
     F: FnMut() -> Fut + Send + 'static,
     Fut: Future<Output = Result<Client, ::tokio_postgres::Error>> + Send + 'static,
@@ -322,95 +285,44 @@ where
             .await
             .is_err()
         {
-            due = match self.step().await {
-                Ok(next) => {
-                    self.backoff.reset();
-                    next
-                }
-                Err(e) => {
-                    self.note(|s| s.failed(&e));
-                    Instant::now() + self.backoff.next_delay()
-                }
-            };
+            let r = self.step().await;
+            due = self.renewal.next_due(r);
         }
-        self.generator.revoke();
-        if self.ensure_client().await.is_ok() {
-            if let Some(c) = &self.client {
-                let _ = release(c, &self.config, &self.lease).await;
-            }
-        }
+        self.renewal.stop();
+        let _ = self.call(release).await;
     }
 
-    fn note(&self, f: impl FnOnce(&mut Status)) {
-        f(&mut self.status.lock().unwrap_or_else(|e| e.into_inner()));
-    }
-
-    async fn ensure_client(&mut self) -> Result<(), Error> {
+    /// A call on the keeper's connection, connecting first if there is none (each bounded by
+    /// the call timeout); a connection the call lost is forgotten (the next call connects
+    /// again).
+    async fn call<T>(
+        &mut self,
+        f: impl AsyncFnOnce(&Client, &LeaseConfig, &Lease) -> Result<T, Error>,
+    ) -> Result<T, Error> {
         if self.client.is_none() {
             let fut = (self.connect)();
-            self.client = Some(bounded(&self.config, fut).await?);
+            self.client = Some(bounded(self.renewal.config(), fut).await?);
         }
-        Ok(())
-    }
-
-    /// Forgets a connection that is lost (the next step connects again).
-    fn check<T>(&mut self, r: Result<T, Error>) -> Result<T, Error> {
-        if let Err(e) = &r {
-            if e.connection_lost() {
-                self.client = None;
-            }
-        }
-        r
-    }
-
-    async fn renew_once(&mut self) -> Result<Granted, Error> {
-        self.ensure_client().await?;
-        let c = self.client.as_ref().expect("connected");
-        let r = renew(c, &self.config, &self.lease).await;
-        self.check(r)
-    }
-
-    async fn acquire_once(&mut self) -> Result<Granted, Error> {
-        self.ensure_client().await?;
-        let c = self.client.as_ref().expect("connected");
-        let r = acquire(c, &self.config).await;
-        self.check(r)
+        let client = self.client.as_ref().expect("connected");
+        let r = f(client, self.renewal.config(), self.renewal.lease()).await;
+        forget_if_lost(&mut self.client, r)
     }
 
     /// One renewal (or acquisition): when the next is due.
     async fn step(&mut self) -> Result<Instant, Error> {
-        if !self.need_new {
-            match self.renew_once().await {
-                Ok(g) => match self.generator.renewed(&g.lease) {
-                    Ok(()) => {
-                        self.note(|s| s.granted(&g.lease, false));
-                        self.lease = g.lease.clone();
-                        return Ok(g.renew_due());
-                    }
-                    Err(e) => {
-                        // Not the lease renewed: a server fault; take another lease.
-                        self.note(|s| s.failed(&e));
-                        self.need_new = true;
-                    }
-                },
-                Err(e) if after_renew_error(e.sqlstate()) == AfterRenewError::AcquireNew => {
-                    self.note(|s| s.failed(&e));
-                    self.need_new = true;
-                }
-                Err(e) => return Err(e),
+        if self.renewal.renewing() {
+            let r = self.call(renew).await;
+            if let Some(due) = self.renewal.renewed(r)? {
+                return Ok(due);
             }
         }
-        let g = self.acquire_once().await?;
-        self.generator.replace(&g.lease)?;
-        self.note(|s| s.granted(&g.lease, true));
-        let old = std::mem::replace(&mut self.lease, g.lease.clone());
-        self.need_new = false;
-        // The old lease: released (it may still be stamped until its end meanwhile, which the
-        // registry allows for: its slice is granted again only after that end).
-        if let Some(c) = &self.client {
-            let r = release(c, &self.config, &old).await;
-            let _ = self.check(r);
-        }
+        let g = self
+            .call(async |c, config, _| acquire(c, config).await)
+            .await?;
+        let old = self.renewal.acquired(&g)?;
+        let _ = self
+            .call(async |c, config, _| release(c, config, &old).await)
+            .await;
         Ok(g.renew_due())
     }
 }

@@ -25,7 +25,7 @@
 //! the leasing roles are made here.
 
 use sno::lease::{postgres as sync_lease, tokio_postgres as async_lease};
-use sno::lease::{GenerateError, Lease, LeaseConfig};
+use sno::lease::{GenerateError, KeeperStatus, Lease, LeaseConfig};
 use sno::Sno;
 use std::collections::HashSet;
 use std::str::FromStr;
@@ -200,7 +200,7 @@ fn check_table(table: &str, holders: &[String], seen: &[Seen]) {
 
 /// The end of a run's assertions on the keepers: `first` the keepers' leases at the start;
 /// keeper 0's lease was released from outside midway.
-fn check_keepers(first: &[Lease], last: &[Lease], statuses: &[sno::lease::Status], table: &str) {
+fn check_keepers(first: &[Lease], last: &[Lease], statuses: &[KeeperStatus], table: &str) {
     // Keeper 0 switched to a new lease after its release.
     assert_ne!(
         last[0].lease, first[0].lease,
