@@ -108,9 +108,10 @@
 
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestError, TestRunner};
+use sno::generator::bound::{ticks, Persisted};
 use sno::generator::citus::{self, Node, Source, LIVE_GENERATIONS};
-use sno::generator::lineage::{ticks, Refusal, State, NO_GROUP};
-use sno::generator::state_file::{decode, decode_record, encode, encode_record, Persisted};
+use sno::generator::lineage::{Refusal, State, NO_GROUP};
+use sno::generator::state_file::{decode, decode_record, encode, encode_record};
 use sno::generator::timeline::{Cursor, Grant, Slice, Timeline};
 use sno::id::layout::MAX_UNITS;
 use std::cell::RefCell;

@@ -107,10 +107,11 @@
 
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
+use sno::generator::bound::{ticks, Persisted};
 use sno::generator::citus::Source;
 use sno::generator::forecast::{forecast, File, Inputs, Status as ViewStatus};
-use sno::generator::lineage::{start_timeline, ticks, Refusal, State, MAX_ENTRIES, UPGRADED};
-use sno::generator::state_file::{decode, decode_record, encode, encode_record, Persisted};
+use sno::generator::lineage::{start_timeline, Refusal, State, MAX_ENTRIES, UPGRADED};
+use sno::generator::state_file::{decode, decode_record, encode, encode_record};
 use sno::generator::timeline::{derived_partition, Cursor, Grant, Slice, Timeline};
 use sno::id::layout::{Sno, MAX_UNITS};
 use std::cell::RefCell;

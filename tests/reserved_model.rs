@@ -122,10 +122,11 @@
 
 use proptest::prelude::*;
 use proptest::test_runner::{Config as RunnerConfig, TestCaseError, TestError, TestRunner};
+use sno::generator::bound::Persisted;
 use sno::generator::citus::{self, Node, Source};
 use sno::generator::lineage::{GrantRefusal, Refusal, State, NO_GROUP, UPGRADED};
 use sno::generator::reserved::{self, Cursor};
-use sno::generator::state_file::{decode, decode_record, encode, encode_record, Persisted};
+use sno::generator::state_file::{decode, decode_record, encode, encode_record};
 use sno::generator::timeline::derived_partition;
 use sno::generator::wal_record::{decode_grant, encode_grant, GrantRecord};
 use sno::id::layout::MAX_UNITS;

@@ -264,7 +264,7 @@ pub fn source(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::generator::timeline::Persisted;
+    use crate::generator::bound::Persisted;
 
     fn inputs(source: Source) -> Inputs {
         Inputs {

@@ -46,9 +46,9 @@
 //! which covers it): a folded partition is never handed out as unused, and a server is never
 //! refused a partition its own incarnation used.
 
+use crate::generator::bound::{merge, ticks, Persisted, NOTHING};
 use crate::generator::citus::{self, Node, Source};
 use crate::generator::reserved;
-use crate::generator::state_file::Persisted;
 use crate::generator::timeline::derived_partition;
 
 /// How many partitions the table holds with a bound of their own. Past that, an entry leaves
@@ -168,13 +168,6 @@ pub struct Entry {
 /// promotion (the old cluster no longer runs).
 pub const UPGRADED: u32 = u32::MAX;
 
-/// Nothing used: the bound of a partition no one has used.
-pub const NOTHING: Persisted = Persisted {
-    horizon: 0,
-    safe: -1,
-    drifts: 0,
-};
-
 /// [`State::citus_group`] of a lineage that was never a node of a Citus cluster.
 pub const NO_GROUP: u32 = u32::MAX;
 
@@ -282,30 +275,6 @@ pub struct Judgment {
     pub changed: bool,
     /// A new incarnation was started (a promotion or an unjudged copy).
     pub new_incarnation: bool,
-}
-
-/// The per-timeline bounds (tick 0, tick 1) of a durable timeline; -1: nothing.
-pub const fn ticks(p: &Persisted) -> [i64; 2] {
-    let t = (p.drifts & 1) as usize;
-    let mut b = [0i64; 2];
-    b[t] = p.horizon as i64;
-    b[1 - t] = p.safe;
-    b
-}
-
-/// The smallest bound that covers both `a` and `b`: on each tick-tock timeline, the later of
-/// the two. The current tick is that of the larger drift count.
-pub fn merge(a: Persisted, b: Persisted) -> Persisted {
-    let (ta, tb) = (ticks(&a), ticks(&b));
-    let drifts = a.drifts.max(b.drifts);
-    let t = (drifts & 1) as usize;
-    let hi = ta[t].max(tb[t]);
-    let other = ta[1 - t].max(tb[1 - t]);
-    Persisted {
-        horizon: hi.max(0) as u64,
-        safe: other,
-        drifts,
-    }
 }
 
 /// The WAL timeline a copy starts on: the latest of its `backup_label`'s `START TIMELINE` and
@@ -879,15 +848,6 @@ mod tests {
             safe,
             drifts,
         }
-    }
-
-    #[test]
-    fn merge_takes_the_later_bound_of_each_tick() {
-        assert_eq!(merge(p(10, -1, 0), p(20, -1, 0)), p(20, -1, 0));
-        // a: tick 0 up to 10; b: tick 1 up to 7, tick 0 up to 12.
-        assert_eq!(merge(p(10, -1, 0), p(7, 12, 1)), p(7, 12, 1));
-        assert_eq!(merge(p(30, 5, 2), p(7, 12, 1)), p(30, 7, 2));
-        assert_eq!(merge(NOTHING, p(5, 3, 4)), p(5, 3, 4));
     }
 
     #[test]

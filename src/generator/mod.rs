@@ -1,5 +1,7 @@
 //! The generator's pure decisions, with no PostgreSQL in them (the extension's glue in `pg`
 //! gives them shared memory, a lock, a clock, files and WAL):
+//! - [`bound`]: the durable bound ([`bound::Persisted`]) every other room speaks: what is known
+//!   on disk of the IDs a timeline made, on both tick-tock timelines, and how two are merged;
 //! - [`timeline`]: the tick-tock timeline and the shared cursor of sequence numbers, which never give
 //!   out an ID twice, whatever the clock does;
 //! - [`state_file`]: the durable state file (`sno_generator.state`), encoded and decoded;
@@ -19,6 +21,7 @@
 //! - [`lineage`]: which partitions a data directory and the servers it shares history with
 //!   (standbys, copies, upgrades) have used, and what a server may do about them.
 
+pub mod bound;
 pub mod citus;
 pub mod forecast;
 pub mod lease;

@@ -15,9 +15,10 @@
 //! The design follows the sans-IO state machines (quinn-proto): the decisions are here, the
 //! side effects are asked for through the host, and nothing here reads a clock or a file.
 
+use crate::generator::bound::Persisted;
 use crate::generator::citus::{Node, Source};
 use crate::generator::lineage::{Refusal, State, NO_GROUP};
-use crate::generator::timeline::{Claim, Cursor, Grant, Persisted, Promise, Timeline};
+use crate::generator::timeline::{Claim, Cursor, Grant, Promise, Timeline};
 use crate::id::layout::MAX_UNITS;
 
 /// How far past the high-water mark the durable horizon is written: 2 s (500 units). After a

@@ -54,19 +54,8 @@
 //! line, an unknown version, a bad checksum — is [`StateError::Corrupt`]. Version 1 files
 //! (sno 0.1.0) are read too.
 
+use crate::generator::bound::Persisted;
 use crate::generator::lineage::{Partitions, State, MAX_ENTRIES, NO_GROUP};
-
-/// The durable part of a timeline.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Persisted {
-    /// Every ID of the current timeline is in a unit `<= horizon`.
-    pub horizon: u64,
-    /// Every ID of the other timeline is in a unit `<= safe` (-1: none).
-    pub safe: i64,
-    /// Tick-tock flips so far; the current tick is `drifts & 1`.
-    pub drifts: u64,
-}
 
 /// The state file's name, relative to the data directory.
 pub const FILE_NAME: &str = "sno_generator.state";

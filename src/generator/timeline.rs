@@ -23,6 +23,8 @@
 //! * Clock regressions follow muyo/sno's tick-tock rule: the first one
 //!   flips T at once; one into time already used on the current timeline waits.
 
+use crate::generator::bound::{ticks, Persisted};
+
 /// Sequence numbers per unit and partition.
 pub const POOL: u32 = 1 << 16;
 
@@ -277,7 +279,7 @@ impl Timeline {
             promised: 0,
             round: 0,
             returned: [0; RETURNED],
-            durable_max: crate::generator::lineage::ticks(&p),
+            durable_max: ticks(&p),
             seen: 0,
             last: 0,
             flips: 0,
@@ -393,7 +395,7 @@ impl Timeline {
 
     /// Raises [`Timeline::durable_max`] to what `p` says of each tick-tock timeline.
     fn note_durable(&mut self, p: &Persisted) {
-        let t = crate::generator::lineage::ticks(p);
+        let t = ticks(p);
         for (m, b) in self.durable_max.iter_mut().zip(t) {
             *m = (*m).max(b);
         }
@@ -407,7 +409,7 @@ impl Timeline {
         self.void_promises();
         self.note_durable(&b);
         let t = self.tick() as usize;
-        let theirs = crate::generator::lineage::ticks(&b);
+        let theirs = ticks(&b);
         if theirs[t] >= self.hi as i64 {
             self.hi = theirs[t] as u64;
             self.next = POOL;
@@ -600,8 +602,6 @@ impl Timeline {
     }
 }
 
-pub use crate::generator::state_file::Persisted;
-
 /// Bits of the cursor word: the unit (39 bits), the tick-tock bit, then 24 bits of sequence
 /// number. The sequence field holds [`POOL`] and more: increments that find the unit used up
 /// (at most one per backend racing past the end, and backends are fewer than 2^18), and the
@@ -770,7 +770,6 @@ const fn mix(x: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::generator::lineage::ticks;
     use proptest::prelude::*;
     use std::collections::{HashMap, HashSet};
 
@@ -810,7 +809,7 @@ mod tests {
             self.disk = Some(p);
             self.entry = Some(
                 self.entry
-                    .map_or(p, |e| crate::generator::lineage::merge(e, p)),
+                    .map_or(p, |e| crate::generator::bound::merge(e, p)),
             );
         }
 
@@ -1343,7 +1342,7 @@ mod tests {
     /// The bound that covers every one of `records`, over `first`.
     fn merged(first: Option<Persisted>, records: &[Persisted]) -> Option<Persisted> {
         records.iter().fold(first, |acc, r| {
-            Some(acc.map_or(*r, |a| crate::generator::lineage::merge(a, *r)))
+            Some(acc.map_or(*r, |a| crate::generator::bound::merge(a, *r)))
         })
     }
 

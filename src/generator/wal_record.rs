@@ -20,8 +20,8 @@
 //! | 37     | 2    | number of partitions, n                                    |
 //! | 39     | 2n   | the partitions                                             |
 
+use crate::generator::bound::Persisted;
 use crate::generator::lineage::{State, UPGRADED};
-use crate::generator::state_file::Persisted;
 use crate::id::layout::MAX_UNITS;
 
 /// The format version, the record's first byte.

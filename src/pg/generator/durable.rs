@@ -99,7 +99,7 @@ pub(super) fn write_now(s: &'static Shared, timeline: u32) -> std::io::Result<bo
 fn write_locked(
     s: &'static Shared,
     timeline: u32,
-    plan: impl FnOnce(&Memory) -> Option<(crate::generator::timeline::Persisted, bool)>,
+    plan: impl FnOnce(&Memory) -> Option<(crate::generator::bound::Persisted, bool)>,
 ) -> std::io::Result<bool> {
     server::write(&PgHost(s), timeline, plan)
 }

@@ -17,10 +17,10 @@
 use super::host::{clock_units, OUT_OF_RANGE};
 use super::shared_or_raise;
 use super::wal_timeline;
+use crate::generator::bound::Persisted;
 use crate::generator::citus::{Node, Source};
 use crate::generator::forecast::{self, File, Forecast, Inputs, Status};
 use crate::generator::lineage::NO_GROUP;
-use crate::generator::timeline::Persisted;
 use crate::id::time::units_to_pg_micros;
 use crate::pg::errors::Problem;
 use crate::pg::shmem::{self, Shared};
