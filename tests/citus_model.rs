@@ -11,7 +11,7 @@
 //! `restore_state`; `src/pg/citus.rs`: `publish`). Each server has its lineage state, timeline,
 //! cursor and judgment in memory, a state file (the bytes of `state_file::encode`, read back with
 //! `state_file::decode` whenever a server starts from it or a copy is made of it), a WAL of
-//! lineage records (`state_file::encode_record`, replayed through `state_file::decode_record`),
+//! lineage records (`wal_record::encode`, replayed through `wal_record::decode`),
 //! a WAL timeline, a `global/pg_control` inode, a clock offset, and what Citus's catalog
 //! (`pg_dist_local_group`, `pg_dist_node`) says of it.
 //!
@@ -111,8 +111,9 @@ use proptest::test_runner::{Config, TestCaseError, TestError, TestRunner};
 use sno::generator::bound::{ticks, Persisted};
 use sno::generator::citus::{self, Node, Source, LIVE_GENERATIONS};
 use sno::generator::lineage::{Refusal, State, NO_GROUP};
-use sno::generator::state_file::{decode, decode_record, encode, encode_record};
+use sno::generator::state_file::{decode, encode};
 use sno::generator::timeline::{Cursor, Grant, Slice, Timeline};
+use sno::generator::wal_record;
 use sno::id::layout::MAX_UNITS;
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -247,7 +248,7 @@ struct Item {
     serial: u64,
     /// The WAL timeline it was written on.
     tli: u32,
-    /// Its bytes (`encode_record`).
+    /// Its bytes (`wal_record::encode`).
     rec: Vec<u8>,
 }
 
@@ -756,8 +757,8 @@ impl World {
             (st, p, s.tli)
         };
         self.write_file(x, st);
-        let rec = encode_record(&st, tli);
-        match decode_record(&rec) {
+        let rec = wal_record::encode(&st, tli);
+        match wal_record::decode(&rec).ok() {
             Some(r) if r.incarnation == st.incarnation && r.bound == st.me && r.timeline == tli => {
             }
             other => self.fail(format!("record round trip: {other:?}")),
@@ -790,7 +791,7 @@ impl World {
 
     /// The glue's `replay` (redo of a lineage record on a standby or a restore).
     fn redo(&mut self, y: usize, it: &Item) {
-        let Some(rec) = decode_record(&it.rec) else {
+        let Ok(rec) = wal_record::decode(&it.rec) else {
             self.fail("an invalid record in WAL".to_string());
             return;
         };
@@ -1523,7 +1524,7 @@ impl World {
                     };
                     let t = bk.wal.len() + target as usize % (archive.len() - bk.wal.len() + 1);
                     for it in &archive[bk.wal.len()..t] {
-                        if let Some(r) = decode_record(&it.rec) {
+                        if let Ok(r) = wal_record::decode(&it.rec) {
                             st.replay(r.incarnation, r.timeline, &r.partitions, r.bound);
                         }
                     }

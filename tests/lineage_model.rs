@@ -8,8 +8,8 @@
 //! `generate_slow`; `src/pg/shmem.rs`: `restore_state`, `start_timeline`; `src/pg/wal.rs`:
 //! `make_durable`). Each server has its lineage
 //! state, timeline and status in memory, a state file (real bytes from `state_file::encode`, read back
-//! with `state_file::decode`), a WAL (lineage records from `state_file::encode_record`, decoded with
-//! `state_file::decode_record` on replay, interleaved with data rows holding the IDs it issued), a WAL
+//! with `state_file::decode`), a WAL (lineage records from `wal_record::encode`, decoded with
+//! `wal_record::decode` on replay, interleaved with data rows holding the IDs it issued), a WAL
 //! timeline, the timelines its `pg_control` names (its last checkpoint's and its minimum recovery
 //! point's, `minRecoveryPointTLI`) and its `backup_label`'s, whether its recovery is archive
 //! recovery (a standby, a PITR, a rewound server: PostgreSQL's `ArchiveRecoveryRequested`) or
@@ -111,8 +111,9 @@ use sno::generator::bound::{ticks, Persisted};
 use sno::generator::citus::Source;
 use sno::generator::forecast::{forecast, File, Inputs, Status as ViewStatus};
 use sno::generator::lineage::{start_timeline, Refusal, State, MAX_ENTRIES, UPGRADED};
-use sno::generator::state_file::{decode, decode_record, encode, encode_record};
+use sno::generator::state_file::{decode, encode};
 use sno::generator::timeline::{derived_partition, Cursor, Grant, Slice, Timeline};
+use sno::generator::wal_record;
 use sno::id::layout::{Sno, MAX_UNITS};
 use std::cell::RefCell;
 use std::collections::{BTreeSet, HashMap, HashSet};
@@ -1284,8 +1285,8 @@ impl World {
             (st, p, s.tli)
         };
         self.write_file(x, st);
-        let rec = encode_record(&st, tli);
-        match decode_record(&rec) {
+        let rec = wal_record::encode(&st, tli);
+        match wal_record::decode(&rec).ok() {
             Some(r) if r.incarnation == st.incarnation && r.bound == st.me && r.timeline == tli => {
             }
             other => self.fail(format!("record round trip: {other:?}")),
@@ -1316,7 +1317,7 @@ impl World {
     /// missing one created) with a usable state, or in archive recovery; crash recovery with a
     /// missing or unusable file only learns in memory.
     fn redo(&mut self, x: usize, bytes: &[u8]) {
-        let Some(rec) = decode_record(bytes) else {
+        let Ok(rec) = wal_record::decode(bytes) else {
             self.fail("an invalid record in WAL".to_string());
             return;
         };

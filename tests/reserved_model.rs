@@ -23,7 +23,7 @@
 //!   never collide with each other (that is `tests/lineage_model.rs`'s subject); what is checked
 //!   here is that they never use a granted partition, nor a reserved one the lineage did not use
 //!   before the range existed;
-//! * a WAL is a list of items: lineage records (the bytes of `state_file::encode_record`,
+//! * a WAL is a list of items: lineage records (the bytes of `wal_record::encode`,
 //!   replayed with `State::replay`), grant records (the bytes of `encode_grant`, replayed with
 //!   `note_grant_to`), and data rows (the IDs of a commit). A server's *data* is its WAL:
 //!   standbys replay a prefix of their primary's (asynchronous replication: they lag), copies
@@ -126,9 +126,9 @@ use sno::generator::bound::Persisted;
 use sno::generator::citus::{self, Node, Source};
 use sno::generator::lineage::{GrantRefusal, Refusal, State, NO_GROUP, UPGRADED};
 use sno::generator::reserved::{self, Cursor};
-use sno::generator::state_file::{decode, decode_record, encode, encode_record};
+use sno::generator::state_file::{decode, encode};
 use sno::generator::timeline::derived_partition;
-use sno::generator::wal_record::{decode_grant, encode_grant, GrantRecord};
+use sno::generator::wal_record::{self, decode_grant, encode_grant, GrantRecord};
 use sno::id::layout::MAX_UNITS;
 use sno::Sno;
 use std::cell::RefCell;
@@ -270,7 +270,7 @@ struct Scenario {
 /// What a WAL item is.
 #[derive(Clone, Debug)]
 enum Kind {
-    /// A lineage record's bytes (`encode_record`).
+    /// A lineage record's bytes (`wal_record::encode`).
     Lineage(Vec<u8>),
     /// A grant record's bytes (`encode_grant`).
     Grant(Vec<u8>),
@@ -860,8 +860,8 @@ impl World {
         });
         self.write_file(x, st);
         let tli = self.servers[x].tli;
-        let rec = encode_record(&st, tli);
-        match decode_record(&rec) {
+        let rec = wal_record::encode(&st, tli);
+        match wal_record::decode(&rec).ok() {
             Some(r) if r.incarnation == st.incarnation && r.bound == st.me && r.timeline == tli => {
             }
             other => self.fail(format!("a lineage record does not read back: {other:?}")),
@@ -873,7 +873,7 @@ impl World {
     fn redo(&mut self, y: usize, it: &Item) {
         let mut st = self.servers[y].st;
         match &it.kind {
-            Kind::Lineage(rec) => match decode_record(rec) {
+            Kind::Lineage(rec) => match wal_record::decode(rec).ok() {
                 Some(r) => st.replay(r.incarnation, r.timeline, &r.partitions, r.bound),
                 None => {
                     self.fail("an invalid lineage record in WAL".to_string());
@@ -1289,7 +1289,7 @@ impl World {
             for it in &items {
                 match &it.kind {
                     Kind::Lineage(rec) => {
-                        if let Some(r) = decode_record(rec) {
+                        if let Ok(r) = wal_record::decode(rec) {
                             st.replay(r.incarnation, r.timeline, &r.partitions, r.bound);
                         }
                     }

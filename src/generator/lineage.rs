@@ -1483,8 +1483,8 @@ mod tests {
             pr.written(p(1000 + u64::from(k), -1, 0));
         }
         // Promoted, a standby that replayed P's record takes each over after P's bound.
-        let rec = crate::generator::state_file::encode_record(&pr, 1);
-        let rec = crate::generator::state_file::decode_record(&rec).unwrap();
+        let rec = crate::generator::wal_record::encode(&pr, 1);
+        let rec = crate::generator::wal_record::decode(&rec).unwrap();
         let mut s = State::fresh(7, 500, 1, 13);
         s.replay(rec.incarnation, rec.timeline, &rec.partitions, rec.bound);
         for k in 0..70u16 {

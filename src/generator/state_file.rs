@@ -404,16 +404,6 @@ pub fn write(dir: &std::path::Path, st: &State, fsync: bool) -> std::io::Result<
     Ok(())
 }
 
-/// The WAL record's payload, under the names the callers of this module's first versions use
-/// (it lives in [`crate::generator::wal_record`]).
-pub use crate::generator::wal_record::{encode as encode_record, Record};
-
-/// Reads a lineage record; `None` when it is not one ([`crate::generator::wal_record::decode`]
-/// says why).
-pub fn decode_record(b: &[u8]) -> Option<Record> {
-    crate::generator::wal_record::decode(b).ok()
-}
-
 /// `why` cut to at most `max` bytes at a character boundary: a reason why the state file is
 /// unusable, for a fixed buffer in shared memory (a cut in the middle of a UTF-8 character
 /// would make the whole reason unreadable).
@@ -701,7 +691,8 @@ mod tests {
     #[test]
     fn a_record_lists_every_partition_of_the_incarnation() {
         let st = many(100);
-        let r = decode_record(&encode_record(&st, 4)).unwrap();
+        let r = crate::generator::wal_record::decode(&crate::generator::wal_record::encode(&st, 4))
+            .unwrap();
         let mut want: Vec<u16> = (20_000..20_070).chain([7]).collect();
         let mut got = r.partitions.clone();
         // Those with an entry first.
@@ -717,7 +708,9 @@ mod tests {
         for q in 0..=u16::MAX {
             all.used_by_me.insert(q);
         }
-        let r = decode_record(&encode_record(&all, 4)).unwrap();
+        let r =
+            crate::generator::wal_record::decode(&crate::generator::wal_record::encode(&all, 4))
+                .unwrap();
         assert_eq!(r.partitions.len(), 65_535);
         assert!(r.partitions.contains(&7));
     }

@@ -107,7 +107,7 @@ fn write_locked(
 /// Redo of a lineage record (in the startup process): merge it, and write the state file so
 /// that the knowledge survives this server's restarts. A state file that could not be read is
 /// left alone (the administrator decides); the knowledge is kept in memory.
-pub fn replay(s: &'static Shared, rec: &crate::generator::state_file::Record) {
+pub fn replay(s: &'static Shared, rec: &crate::generator::wal_record::Record) {
     let written = shmem::writing(s, || {
         shmem::locked(s, |g| {
             let mut st = g.lineage;
