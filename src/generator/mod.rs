@@ -2,8 +2,10 @@
 //! gives them shared memory, a lock, a clock, files and WAL):
 //! - [`bound`]: the durable bound ([`bound::Persisted`]) every other room speaks: what is known
 //!   on disk of the IDs a timeline made, on both tick-tock timelines, and how two are merged;
-//! - [`timeline`]: the tick-tock timeline and the shared cursor of sequence numbers, which never give
-//!   out an ID twice, whatever the clock does;
+//! - [`cursor`]: the server's shared cursor, one atomic word `sno_generate` takes IDs from with
+//!   no lock, and the slice of the sequence pool it numbers from;
+//! - [`timeline`]: the tick-tock timeline that opens the shared cursor on a unit, which never
+//!   gives out an ID twice, whatever the clock does;
 //! - [`state_file`]: the durable state file (`sno_generator.state`), encoded and decoded;
 //! - [`lost`]: the record of a lost state file (`sno_generator.lost`): the partition
 //!   configured when a start found it missing or unusable;
@@ -23,6 +25,7 @@
 
 pub mod bound;
 pub mod citus;
+pub mod cursor;
 pub mod forecast;
 pub mod lease;
 pub mod lineage;

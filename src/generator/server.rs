@@ -17,8 +17,9 @@
 
 use crate::generator::bound::Persisted;
 use crate::generator::citus::{Node, Source};
+use crate::generator::cursor::Cursor;
 use crate::generator::lineage::{Refusal, State, NO_GROUP};
-use crate::generator::timeline::{Claim, Cursor, Grant, Promise, Timeline};
+use crate::generator::timeline::{Claim, Grant, Promise, Timeline};
 use crate::id::layout::MAX_UNITS;
 
 /// How far past the high-water mark the durable horizon is written: 2 s (500 units). After a

@@ -4,8 +4,8 @@
 //! shows. Messages name the value the way PostgreSQL's own types do. A HINT is an instruction
 //! a DBA will follow literally: the client tests follow each one and check what happens next.
 
+use crate::generator::cursor::{SliceError, MIN_PEER_SLICE, MIN_SLICE};
 use crate::generator::state_file::FILE_NAME;
-use crate::generator::timeline::{SliceError, MIN_PEER_SLICE, MIN_SLICE};
 use crate::id::encoding::DecodeError;
 use crate::id::layout::{PartsError, LEN};
 use crate::pg::report::{quoted, quoted_cut, timestamptz_text, Report};

@@ -1,7 +1,7 @@
 //! Every configuration setting of the extension. All names are under the `sno.` prefix, which
 //! is reserved: a misspelt `sno.*` setting in postgresql.conf is reported, not silently kept.
 
-use crate::generator::timeline::{Slice, SliceError};
+use crate::generator::cursor::{Slice, SliceError};
 use pgrx::{GucContext, GucFlags, GucRegistry, GucSetting};
 
 /// `sno.partition`: the partition written into generated IDs (0..65535), or -1 (the default) to

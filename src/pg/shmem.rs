@@ -9,10 +9,11 @@
 //! (indexed by backend number). A slot is written only by its backend, with relaxed atomic
 //! stores (plain moves on x86-64), and read by the monitoring functions.
 
+use crate::generator::cursor::{Cursor, Slice};
 use crate::generator::lineage::{Partitions, State, NO_GROUP};
 use crate::generator::server::{FileState, Memory};
 use crate::generator::state_file;
-use crate::generator::timeline::{Cursor, Slice, Timeline};
+use crate::generator::timeline::Timeline;
 use crate::pg::errors::{self, Problem};
 use core::cell::UnsafeCell;
 use core::sync::atomic::{

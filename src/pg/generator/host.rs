@@ -5,9 +5,9 @@
 //! pure room's.
 
 use crate::generator::citus::Source;
+use crate::generator::cursor::Cursor;
 use crate::generator::lineage::State;
 use crate::generator::server::{self, FileState, Host, Memory, Note, SlowError, Wait};
-use crate::generator::timeline::Cursor;
 use crate::id::time::{units_from_timespec, units_to_pg_micros, units_to_unix_nanos};
 use crate::pg::errors::{self, Problem};
 use crate::pg::gucs;

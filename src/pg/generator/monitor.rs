@@ -317,7 +317,7 @@ pub(super) fn sno_generator_slice() -> TableIterator<
 > {
     let slice = match shmem::shared() {
         Some(s) => shmem::read(s, |g| g.timeline.slice),
-        None => crate::pg::gucs::slice().unwrap_or(crate::generator::timeline::Slice::FULL),
+        None => crate::pg::gucs::slice().unwrap_or(crate::generator::cursor::Slice::FULL),
     };
     TableIterator::once((slice.min as i32, slice.max as i32, slice.capacity() as i32))
 }

@@ -12,7 +12,8 @@
 //!
 //! Run by tests/client/sequence_slice.sh; without its variables the test fails.
 
-use sno::generator::timeline::{Cursor, Grant, Slice, Timeline};
+use sno::generator::cursor::{Cursor, Slice};
+use sno::generator::timeline::{Grant, Timeline};
 use sno::id::time::units_from_timespec;
 use sno::Sno;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
