@@ -125,9 +125,9 @@ use proptest::test_runner::{Config as RunnerConfig, TestCaseError, TestError, Te
 use sno::generator::bound::Persisted;
 use sno::generator::citus::{self, Node, Source};
 use sno::generator::lineage::{GrantRefusal, Refusal, State, NO_GROUP, UPGRADED};
+use sno::generator::partition::derived_partition;
 use sno::generator::reserved::{self, Cursor};
 use sno::generator::state_file::{decode, encode};
-use sno::generator::timeline::derived_partition;
 use sno::generator::wal_record::{self, decode_grant, encode_grant, GrantRecord};
 use sno::id::layout::MAX_UNITS;
 use sno::Sno;

@@ -48,8 +48,8 @@
 
 use crate::generator::bound::{merge, ticks, Persisted, NOTHING};
 use crate::generator::citus::{self, Node, Source};
+use crate::generator::partition::derived_partition;
 use crate::generator::reserved;
-use crate::generator::timeline::derived_partition;
 
 /// How many partitions the table holds with a bound of their own. Past that, an entry leaves
 /// the table and its bound is folded into [`State::retired`], a bound applied to every

@@ -4,6 +4,8 @@
 //!   on disk of the IDs a timeline made, on both tick-tock timelines, and how two are merged;
 //! - [`cursor`]: the server's shared cursor, one atomic word `sno_generate` takes IDs from with
 //!   no lock, and the slice of the sequence pool it numbers from;
+//! - [`partition`]: the partition a server derives when `sno.partition` is not set, from the
+//!   cluster's system identifier and the state file's random instance number;
 //! - [`timeline`]: the tick-tock timeline that opens the shared cursor on a unit, which never
 //!   gives out an ID twice, whatever the clock does;
 //! - [`state_file`]: the durable state file (`sno_generator.state`), encoded and decoded;
@@ -30,6 +32,7 @@ pub mod forecast;
 pub mod lease;
 pub mod lineage;
 pub mod lost;
+pub mod partition;
 pub mod reserved;
 pub mod server;
 pub mod state_file;

@@ -524,27 +524,6 @@ impl Timeline {
     }
 }
 
-/// The partition of a server whose `sno.partition` is not set: 16 bits of a mix of the
-/// cluster's system identifier (made by `initdb` from the time and a process ID) and the
-/// state file's random instance number (new for every copy of a data directory), so that
-/// independently created clusters, and copies of one, differ with high probability.
-pub const fn derived_partition(sysid: u64, instance: u64) -> u16 {
-    partition_from_system_identifier(sysid ^ mix(instance))
-}
-
-/// 16 bits of a mix of a system identifier. splitmix64's finalizer spreads every input bit
-/// over the result.
-pub const fn partition_from_system_identifier(sysid: u64) -> u16 {
-    (mix(sysid) >> 48) as u16
-}
-
-const fn mix(x: u64) -> u64 {
-    let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1222,20 +1201,6 @@ mod tests {
         // The pool of the last unit is used up: the wait target lies beyond the format, which
         // the glue reports as a clock out of range instead of waiting.
         assert_eq!(sv.slow(max), Grant::FullUnit { until: max + 1 });
-    }
-
-    #[test]
-    fn derived_partitions_spread() {
-        // System identifiers of clusters made a second apart differ in their top bits only.
-        let base: u64 = 7_312_345_678 << 32;
-        let parts: HashSet<u16> = (0..1000u64)
-            .map(|i| partition_from_system_identifier(base + (i << 32) + (i * 4096)))
-            .collect();
-        assert!(parts.len() > 980, "{} distinct of 1000", parts.len());
-        assert_eq!(
-            partition_from_system_identifier(42),
-            partition_from_system_identifier(42)
-        );
     }
 
     /// One step of a random schedule. A backend's `sno_generate` is cut where other backends
