@@ -1,9 +1,9 @@
 //! A model of the *reserved partition space* (partitions 61440-65535): the lineage's allocator
 //! ([`State::grant`], [`State::note_granted`], [`State::granted`], [`State::grants_blocked`])
 //! and the sessions of `sno_generate_at` that stamp IDs for any time with a grant
-//! ([`reserved::Cursor`]), in a small fleet of PostgreSQL servers made from one lineage, driven
-//! by random event orders; checked: no ID twice in the data that survives, and the rules of the
-//! range.
+//! ([`reserved::GrantCursor`]), in a small fleet of PostgreSQL servers made from one lineage,
+//! driven by random event orders; checked: no ID twice in the data that survives, and the rules of
+//! the range.
 //!
 //! The model drives the crate's pure code the way the glue does (`src/pg/generator/at.rs`:
 //! `generate_at_slow`, `grant`, `grant_here`; `src/pg/generator/durable.rs`: `grant_reserved`,
@@ -15,7 +15,7 @@
 //!   explicit partition; a Citus worker asks the coordinator, not modelled: refused here),
 //!   records it ([`State::note_grant_to`] with the session's role, the state file, then the
 //!   grant WAL record, `wal_record::encode_grant`) and only then makes IDs with it: (unit `at`,
-//!   tick 0, meta, granted partition, [`Cursor::take`] of the session's cursor for that meta
+//!   tick 0, meta, granted partition, [`GrantCursor::take`] of the session's cursor for that meta
 //!   byte). When a cursor says `None` the session gets a new grant and every cursor starts
 //!   again;
 //! * the live generator makes IDs at its current unit with the lineage's judged partition. Its
@@ -126,7 +126,7 @@ use sno::generator::bound::Persisted;
 use sno::generator::citus::{self, Node, Source};
 use sno::generator::lineage::{GrantRefusal, Refusal, State, NO_GROUP, UPGRADED};
 use sno::generator::partition::derived_partition;
-use sno::generator::reserved::{self, Cursor};
+use sno::generator::reserved::{self, GrantCursor};
 use sno::generator::state_file::{decode, encode};
 use sno::generator::wal_record::{self, decode_grant, encode_grant, GrantRecord};
 use sno::id::layout::MAX_UNITS;
@@ -325,7 +325,7 @@ struct Session {
     grant: u16,
     /// The Citus coordinator share it was granted from.
     owner: Option<u32>,
-    cursors: HashMap<u8, Cursor>,
+    cursors: HashMap<u8, GrantCursor>,
     /// Per meta byte: the last `at` and the ID it gave.
     last: HashMap<u8, (u64, Sno)>,
 }

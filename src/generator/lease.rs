@@ -47,17 +47,18 @@ pub const fn share_of_timeline(timeline: u32) -> u32 {
     timeline % LIVE_GENERATIONS
 }
 
-/// A partition and an inclusive range of its sequence numbers.
+/// A partition and an inclusive range of its sequence numbers: what a lease stamps. (The slice
+/// of the pool a server's own generator numbers from is [`crate::generator::cursor::Slice`].)
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Slice {
+pub struct LeaseSlice {
     pub partition: u16,
     pub min: u16,
     pub max: u16,
 }
 
-impl Slice {
+impl LeaseSlice {
     /// Whether the two share a (partition, sequence number).
-    pub const fn overlaps(&self, other: &Slice) -> bool {
+    pub const fn overlaps(&self, other: &LeaseSlice) -> bool {
         self.partition == other.partition && self.min <= other.max && other.min <= self.max
     }
 
@@ -75,7 +76,7 @@ impl Slice {
 /// A lease as the registry recorded it: its slice and window, in 4 ms units.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Granted {
-    pub slice: Slice,
+    pub slice: LeaseSlice,
     pub not_before: i64,
     pub expires: i64,
 }
@@ -221,7 +222,7 @@ pub fn acquire(pool: &[Pooled], granted: &[Granted], sequences: u32, now: i64, t
         }
         if let Some(k) = busy.iter().position(|&b| b <= now) {
             let min = k as u32 * sequences;
-            let slice = Slice {
+            let slice = LeaseSlice {
                 partition: p.partition,
                 min: min as u16,
                 max: (min + sequences - 1) as u16,
@@ -381,7 +382,7 @@ mod tests {
         for p in pool {
             for k in 0..(MAX_SEQUENCES / sequences) {
                 let min = k * sequences;
-                let slice = Slice {
+                let slice = LeaseSlice {
                     partition: p.partition,
                     min: min as u16,
                     max: (min + sequences - 1) as u16,
@@ -424,7 +425,7 @@ mod tests {
                     let len = 1u32 << (log + 3).min(16);
                     let min = (k * 8) % 65536 / len * len;
                     Granted {
-                        slice: Slice { partition: 63488 + u16::from(p), min: min as u16, max: (min + len - 1) as u16 },
+                        slice: LeaseSlice { partition: 63488 + u16::from(p), min: min as u16, max: (min + len - 1) as u16 },
                         not_before: expires - 50,
                         expires,
                     }
@@ -445,7 +446,7 @@ mod tests {
         let p = pool(&[63488]);
         let held: Vec<Granted> = (0..8191u32)
             .map(|k| Granted {
-                slice: Slice {
+                slice: LeaseSlice {
                     partition: 63488,
                     min: (k * 8) as u16,
                     max: (k * 8 + 7) as u16,
@@ -551,7 +552,7 @@ mod tests {
     #[test]
     fn renew_grows_and_refuses() {
         let g = Granted {
-            slice: Slice {
+            slice: LeaseSlice {
                 partition: 61440,
                 min: 0,
                 max: 7,

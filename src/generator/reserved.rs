@@ -11,7 +11,7 @@
 //!
 //! A grant serves one session's `sno_generate_at` calls. Since nobody else writes its
 //! partition, the session stamps any unit with it, in any order, as long as it never stamps one
-//! (unit, meta, sequence) twice: [`Cursor`] does that per meta byte, with three numbers.
+//! (unit, meta, sequence) twice: [`GrantCursor`] does that per meta byte, with three numbers.
 
 /// The first reserved partition: 61440 up to 65535, the top sixteenth of the space.
 pub const FIRST: u16 = 61440;
@@ -82,23 +82,26 @@ const SEQUENCES: u32 = 1 << 16;
 /// A unit past `hi` starts at 0; `hi` again takes `next`; a unit before `hi` (time going back)
 /// takes `fresh`, unused in every unit. So within one unit the numbers given only increase:
 /// calls with non-decreasing units get increasing IDs. When a unit's numbers run out, the
-/// grant is used up ([`Cursor::take`] says `None`) and the session needs a new one.
+/// grant is used up ([`GrantCursor::take`] says `None`) and the session needs a new one.
+///
+/// A session's own, in its memory: not the server's shared cursor of `sno_generate`
+/// ([`crate::generator::cursor::Cursor`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Cursor {
+pub struct GrantCursor {
     hi: i64,
     next: u32,
     fresh: u32,
 }
 
-impl Default for Cursor {
+impl Default for GrantCursor {
     fn default() -> Self {
-        Cursor::NEW
+        GrantCursor::NEW
     }
 }
 
-impl Cursor {
+impl GrantCursor {
     /// A cursor of a grant nothing was taken from.
-    pub const NEW: Cursor = Cursor {
+    pub const NEW: GrantCursor = GrantCursor {
         hi: -1,
         next: 0,
         fresh: 0,
@@ -185,7 +188,7 @@ mod tests {
 
     #[test]
     fn in_order_units_restart_their_numbers_and_never_run_out() {
-        let mut c = Cursor::NEW;
+        let mut c = GrantCursor::NEW;
         for u in 0..100_000u64 {
             assert_eq!(c.take(u * 3), Some(0));
             assert_eq!(c.take(u * 3), Some(1));
@@ -195,7 +198,7 @@ mod tests {
 
     #[test]
     fn a_unit_runs_out_after_every_number() {
-        let mut c = Cursor::NEW;
+        let mut c = GrantCursor::NEW;
         for s in 0..SEQUENCES {
             assert_eq!(c.take(7), Some(s as u16));
         }
@@ -207,7 +210,7 @@ mod tests {
 
     #[test]
     fn a_unit_given_again_after_later_ones_sorts_after_its_earlier_numbers() {
-        let mut c = Cursor::NEW;
+        let mut c = GrantCursor::NEW;
         assert_eq!(c.take(10), Some(0));
         assert_eq!(c.take(10), Some(1));
         assert_eq!(c.take(20), Some(0));
@@ -225,7 +228,7 @@ mod tests {
         fn never_twice_and_increasing_within_a_unit(
             units in proptest::collection::vec(0u64..40, 1..3000),
         ) {
-            let mut c = Cursor::NEW;
+            let mut c = GrantCursor::NEW;
             let mut seen = HashSet::new();
             let mut last = std::collections::HashMap::new();
             for u in units {

@@ -1,8 +1,8 @@
 //! `sno_generate_at(meta, at)`: IDs for any time, from a reserved partition granted to the
 //! session, so that they can never meet an ID of `sno_generate` or of another session.
 //!
-//! Fast path: the session's grant and the meta byte's [`Cursor`] give the sequence number; no
-//! lock, no shared memory, no allocation but the result.
+//! Fast path: the session's grant and the meta byte's [`GrantCursor`] give the sequence number;
+//! no lock, no shared memory, no allocation but the result.
 //!
 //! Slow path (a session's first call, a used-up grant, a grant whose row was rolled back): the
 //! lineage is judged as `sno_generate` judges it (the same refusals), the role's limit is
@@ -16,7 +16,7 @@
 use super::durable::{grant_reserved, judge, raise_slow, GrantRequest};
 use super::hot::publish_or_raise;
 use super::{shared_or_raise, wal_timeline};
-use crate::generator::reserved::Cursor;
+use crate::generator::reserved::GrantCursor;
 use crate::id::layout::Sno;
 use crate::id::time::pg_micros_to_units;
 use crate::pg::errors::{self, Problem};
@@ -44,7 +44,7 @@ struct At {
     /// The reserved partition granted to this session.
     partition: Option<u16>,
     /// One cursor per meta byte (allocated at the first grant).
-    cursors: Vec<Cursor>,
+    cursors: Vec<GrantCursor>,
     row: Row,
     callbacks: bool,
 }
@@ -126,7 +126,7 @@ fn generate_at_slow(a: &mut At, meta: u8, unit: u64) -> Sno {
         let p = grant(&extension, a.partition);
         a.partition = Some(p);
         a.cursors.clear();
-        a.cursors.resize(256, Cursor::NEW);
+        a.cursors.resize(256, GrantCursor::NEW);
         a.row = Row::Missing;
     }
 }

@@ -28,7 +28,7 @@
 use super::at::{citus_role, judged, CitusRole, Extension};
 use super::durable::{grant_reserved, note_restored_grant, GrantRequest};
 use super::lease_request::{self as request, failure, Answer, Ask, Failure, Kind, LeaseReply};
-use crate::generator::lease::{self as decide, Choice, Granted, Kept, Ledger, Pooled, Slice};
+use crate::generator::lease::{self as decide, Choice, Granted, Kept, LeaseSlice, Ledger, Pooled};
 use crate::generator::reserved;
 use crate::id::time::{units_to_pg_micros, EPOCH_PG_MICROS, UNIT_MICROS};
 use crate::pg::encoded_text::EncodedText;
@@ -540,7 +540,7 @@ fn granted_on(c: &mut SpiClient<'_>, pool: &[Pooled], since: i64) -> Vec<Granted
 fn granted_of(r: &SpiHeapTupleData<'_>, first: usize) -> Granted {
     let int = |i: usize| r.get::<i32>(first + i).ok().flatten().unwrap_or(0);
     Granted {
-        slice: Slice {
+        slice: LeaseSlice {
             partition: int(0) as u16,
             min: int(1) as u16,
             max: int(2) as u16,
