@@ -20,12 +20,10 @@
 //! any role may call them, in any database.
 
 use crate::generator::citus::Node;
-use crate::pg::shmem::Shared;
+use crate::pg::shmem::{Shared, CITUS_UNREAD};
 use core::sync::atomic::Ordering::Relaxed;
 use pgrx::prelude::*;
 
-/// [`Shared::citus_node`] before any backend read Citus.
-pub const UNREAD: u32 = u32::MAX;
 /// [`Shared::citus_node`] of a server with Citus installed but not a node of a cluster.
 pub const NOT_ACTIVATED: u32 = u32::MAX - 1;
 
@@ -100,7 +98,7 @@ pub enum Refused {
 /// refused: not a node yet, a disagreeing database), so this one must not go on with a derived
 /// partition.
 fn parallel_unread(s: &'static Shared, kept: Option<u32>) -> bool {
-    if crate::pg::gucs::partition().is_some() || published(s).is_some() || kept.is_some() {
+    if crate::pg::shmem::partition().is_some() || published(s).is_some() || kept.is_some() {
         return false;
     }
     if let Some(db) = crate::pg::gucs::citus_database() {
@@ -164,8 +162,8 @@ pub fn publish(s: &'static Shared) -> Result<bool, Refused> {
 }
 
 /// A group this backend's [`peek`] read (a node's group never changes once it has one), or
-/// [`UNREAD`].
-static PEEKED: core::sync::atomic::AtomicU32 = core::sync::atomic::AtomicU32::new(UNREAD);
+/// [`CITUS_UNREAD`].
+static PEEKED: core::sync::atomic::AtomicU32 = core::sync::atomic::AtomicU32::new(CITUS_UNREAD);
 
 /// What the monitoring views tell of the partition's source in this database.
 pub struct Peek {
@@ -187,7 +185,7 @@ pub struct Peek {
 /// views go by what was published). Elsewhere it goes by what was published, as
 /// `sno_generate` there does.
 pub fn peek(s: &'static Shared) -> Peek {
-    let explicit = crate::pg::gucs::partition();
+    let explicit = crate::pg::shmem::partition();
     let kept = kept(s);
     // SAFETY: plain reads of a shared flag and of process globals.
     let (recovery, worker) = unsafe { (pg_sys::RecoveryInProgress(), pg_sys::IsInParallelMode()) };
@@ -196,7 +194,7 @@ pub fn peek(s: &'static Shared) -> Peek {
     let may_read = unread && !worker && named.as_deref().is_none_or(this_database_is);
     let here = match PEEKED.load(Relaxed) {
         _ if !may_read => None,
-        UNREAD => {
+        CITUS_UNREAD => {
             let node = readable().then(local_node).flatten();
             if let Some(Node::Group(g)) = node {
                 PEEKED.store(g, Relaxed);
@@ -259,7 +257,7 @@ pub fn this_database() -> String {
 /// What was published, if anything.
 pub fn published(s: &Shared) -> Option<Node> {
     match s.citus_node.load(Relaxed) {
-        UNREAD => None,
+        CITUS_UNREAD => None,
         NOT_ACTIVATED => Some(Node::NotActivated),
         g => Some(Node::Group(g)),
     }

@@ -29,6 +29,17 @@ const PARALLEL_DEBUG: &str = "debug_parallel_query";
 /// The time range of the format, for DETAILs.
 const RANGE: &str = "2010-01-01 00:00:00 UTC to 2079-09-07 15:47:35.551999 UTC";
 
+/// Why the lease registry's worker could not be started ([`Problem::LeaseRegistryNotStarted`]).
+#[derive(Clone, Copy, Debug)]
+pub enum StartFailure {
+    /// No background worker slot was free for the time the caller waits for one.
+    NoSlot,
+    /// It stopped before it took its entry (it could not connect to the database).
+    Stopped,
+    /// The postmaster died or could not start it.
+    NotStarted,
+}
+
 /// Something a user is told about.
 pub enum Problem<'a> {
     // --- The type ------------------------------------------------------------------------
@@ -148,7 +159,7 @@ pub enum Problem<'a> {
     LeaseNotPreloaded,
     /// The lease registry's worker could not be started.
     LeaseRegistryNotStarted {
-        why: crate::pg::generator::lease_worker::StartFailure,
+        why: StartFailure,
         max_worker_processes: i32,
         max_parallel_workers: i32,
         /// Parallel workers running when no slot was free.
@@ -571,7 +582,6 @@ impl Problem<'_> {
             )
             .hint("Add sno to shared_preload_libraries in postgresql.conf (shared_preload_libraries = 'sno') and restart the server."),
             Problem::LeaseRegistryNotStarted { why, max_worker_processes, max_parallel_workers, parallel_now } => {
-                use crate::pg::generator::lease_worker::StartFailure;
                 let detail = "Leases are granted, renewed and released by a background worker of the database (one per database while calls come, gone after a second without), in a transaction of its own, so that no caller's rollback or open transaction can undo or hold them.";
                 match why {
                     StartFailure::NoSlot => {

@@ -77,45 +77,9 @@ pub fn slice() -> Result<Slice, (i32, i32, SliceError)> {
     Slice::new(min.into(), max.into()).map_err(|e| (min, max, e))
 }
 
-/// `sno.partition` as the server uses it: the postmaster's value, published in shared memory
-/// at start and at every reload ([`assign_partition`]), `None` for -1 (derive it). A backend's
-/// own copy of the setting is read again only between statements, so a statement running
-/// across a reload would otherwise go on with the old partition. Without shared memory (sno
-/// not preloaded: no generator), this process's setting.
-pub fn partition() -> Option<u16> {
-    let v = match crate::pg::shmem::shared() {
-        Some(s) => s.configured.load(core::sync::atomic::Ordering::Acquire),
-        None => PARTITION.get(),
-    };
-    u16::try_from(v).ok()
-}
-
 /// This process's own `sno.partition` (-1 for derived).
 pub fn partition_setting() -> i32 {
     PARTITION.get()
-}
-
-/// The assign hook of `sno.partition`. In the postmaster (which reads the configuration
-/// first at a reload, then signals every other process), it publishes the new value and
-/// starts a new epoch, so the next ID of every backend, in the middle of a statement or not,
-/// is made after the lineage was judged for it. Other processes assign it too (each at its own
-/// next reload, parallel workers from their leader's possibly older copy): they publish
-/// nothing.
-#[pgrx::pg_guard]
-unsafe extern "C-unwind" fn assign_partition(newval: i32, _extra: *mut core::ffi::c_void) {
-    // SAFETY: plain reads of process globals.
-    let postmaster = unsafe { !pgrx::pg_sys::IsUnderPostmaster };
-    if !postmaster {
-        return;
-    }
-    if let Some(s) = crate::pg::shmem::shared() {
-        use core::sync::atomic::Ordering;
-        // The value before the epoch: a backend that sees the new epoch sees the new value
-        // (it reads the epoch first, see hot.rs).
-        if s.configured.swap(newval, Ordering::AcqRel) != newval {
-            s.epoch.fetch_add(1, Ordering::AcqRel);
-        }
-    }
 }
 
 /// `sno.max_clock_wait`.
@@ -129,7 +93,9 @@ pub fn idle_horizon_units() -> u64 {
 }
 
 /// Defines the settings and reserves the prefix. Called once from `_PG_init`.
-pub fn init() {
+/// `assign_partition`: the assign hook of `sno.partition`, which publishes a reload's value to
+/// the running generator ([`crate::pg::shmem::assign_partition`]).
+pub fn init(assign_partition: unsafe extern "C-unwind" fn(i32, *mut core::ffi::c_void)) {
     // SAFETY: the hook is guarded and touches only atomics in shared memory.
     unsafe {
         GucRegistry::define_int_guc_with_hooks(

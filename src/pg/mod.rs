@@ -103,7 +103,7 @@ pub extern "C-unwind" fn _PG_init() {
         std::env::set_var("RUST_LIB_BACKTRACE", "0");
     }
     wal::init_hooks();
-    gucs::init();
+    gucs::init(shmem::assign_partition);
     planner::init();
     // SAFETY: plain read of a server global.
     if unsafe { pgrx::pg_sys::process_shared_preload_libraries_in_progress } {
@@ -114,7 +114,10 @@ pub extern "C-unwind" fn _PG_init() {
         }
         shmem::init();
         generator::lease_worker::init();
-        wal::init();
+        wal::init_redo(wal::Redo {
+            lineage: generator::replay,
+            grant: generator::replay_grant,
+        });
         worker::init();
     }
 }

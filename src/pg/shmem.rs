@@ -123,6 +123,9 @@ pub struct Shared {
 /// [`Shared::lost_source`] of a start that found a usable state file.
 pub const NOT_LOST: i64 = i64::MIN;
 
+/// [`Shared::citus_node`] before any backend read Citus ([`crate::pg::citus`]).
+pub const CITUS_UNREAD: u32 = u32::MAX;
+
 /// [`Shared::state`]: the durable state was read (or created): IDs may be made.
 pub const STATE_READY: u32 = FileState::Ready as u32;
 /// There is no state file: a new cluster, or a lost file.
@@ -668,7 +671,7 @@ unsafe extern "C-unwind" fn on_startup() {
             partition: AtomicU32::new(0),
             configured: AtomicI32::new(crate::pg::gucs::partition_setting()),
             moved_own: Partitions::NONE,
-            citus_node: AtomicU32::new(crate::pg::citus::UNREAD),
+            citus_node: AtomicU32::new(CITUS_UNREAD),
             citus_group: AtomicU32::new(NO_GROUP),
             full_unit_stalls: AtomicU64::new(0),
             clock_waits: AtomicU64::new(0),
@@ -688,4 +691,40 @@ unsafe extern "C-unwind" fn on_startup() {
     }
     SHARED.store(p, Ordering::Relaxed);
     pg_sys::LWLockRelease(init_lock);
+}
+
+/// `sno.partition` as the server uses it: the postmaster's value, published in shared memory
+/// at start and at every reload ([`assign_partition`]), `None` for -1 (derive it). A backend's
+/// own copy of the setting is read again only between statements, so a statement running
+/// across a reload would otherwise go on with the old partition. Without shared memory (sno
+/// not preloaded: no generator), this process's setting.
+pub fn partition() -> Option<u16> {
+    let v = match shared() {
+        Some(s) => s.configured.load(core::sync::atomic::Ordering::Acquire),
+        None => crate::pg::gucs::partition_setting(),
+    };
+    u16::try_from(v).ok()
+}
+
+/// The assign hook of `sno.partition`. In the postmaster (which reads the configuration
+/// first at a reload, then signals every other process), it publishes the new value and
+/// starts a new epoch, so the next ID of every backend, in the middle of a statement or not,
+/// is made after the lineage was judged for it. Other processes assign it too (each at its own
+/// next reload, parallel workers from their leader's possibly older copy): they publish
+/// nothing.
+#[pgrx::pg_guard]
+pub unsafe extern "C-unwind" fn assign_partition(newval: i32, _extra: *mut core::ffi::c_void) {
+    // SAFETY: plain reads of process globals.
+    let postmaster = unsafe { !pgrx::pg_sys::IsUnderPostmaster };
+    if !postmaster {
+        return;
+    }
+    if let Some(s) = shared() {
+        use core::sync::atomic::Ordering;
+        // The value before the epoch: a backend that sees the new epoch sees the new value
+        // (it reads the epoch first, see hot.rs).
+        if s.configured.swap(newval, Ordering::AcqRel) != newval {
+            s.epoch.fetch_add(1, Ordering::AcqRel);
+        }
+    }
 }

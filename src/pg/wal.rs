@@ -34,7 +34,23 @@ const XLOG_SNO_GRANT: u8 = 0x20;
 
 /// Registers the resource manager. Called from `_PG_init` while the postmaster preloads
 /// libraries.
-pub fn init() {
+/// What redo does with the `sno` records: the generator's (`crate::pg::generator::replay`,
+/// `replay_grant`), given by `_PG_init` so that this file, below the generator, does not
+/// import it.
+pub struct Redo {
+    pub lineage: fn(&'static crate::pg::shmem::Shared, &crate::generator::wal_record::Record),
+    pub grant: fn(&'static crate::pg::shmem::Shared, u16, u32),
+}
+
+static REDO: std::sync::OnceLock<Redo> = std::sync::OnceLock::new();
+
+/// Registers the resource manager, whose redo calls `redo`.
+pub fn init_redo(redo: Redo) {
+    let _ = REDO.set(redo);
+    init();
+}
+
+fn init() {
     let mut rmgr = pg_sys::RmgrData {
         rm_name: c"sno".as_ptr(),
         rm_redo: Some(redo),
@@ -253,13 +269,16 @@ unsafe extern "C-unwind" fn redo(record: *mut pg_sys::XLogReaderState) {
         let Some(g) = wal_record::decode_grant(record_data(record)) else {
             errors::raise(Problem::BadWalRecord);
         };
-        crate::pg::generator::replay_grant(s, g.partition, g.role);
+        (REDO.get().expect("sno: redo callbacks set at start").grant)(s, g.partition, g.role);
         return;
     }
     let Ok(rec) = wal_record::decode(record_data(record)) else {
         errors::raise(Problem::BadWalRecord);
     };
-    crate::pg::generator::replay(s, &rec);
+    (REDO
+        .get()
+        .expect("sno: redo callbacks set at start")
+        .lineage)(s, &rec);
 }
 
 /// The record's type (the high four bits of `xl_info`).

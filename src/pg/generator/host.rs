@@ -272,7 +272,7 @@ pub(super) fn clock_units() -> u64 {
 /// Where the partition comes from now: `sno.partition`, else what a backend read in Citus's
 /// catalog, else derived.
 pub(super) fn source(s: &Shared) -> Source {
-    match (gucs::partition(), crate::pg::citus::published(s)) {
+    match (shmem::partition(), crate::pg::citus::published(s)) {
         (Some(p), _) => Source::Explicit(p),
         (None, Some(node)) => Source::Citus(node),
         (None, None) => Source::Derived,

@@ -34,6 +34,7 @@
 //! while waiting, or exits, withdraws a queued request and abandons a taken one.
 
 use super::lease_request::{failure, Answer, Ask, Failure};
+use crate::pg::errors::StartFailure;
 use crate::pg::shmem;
 use core::ffi::CStr;
 use core::sync::atomic::{AtomicBool, Ordering::Relaxed};
@@ -427,17 +428,6 @@ fn forget_entry(db: u32) -> bool {
         }
         found
     })
-}
-
-/// Why a worker could not be started.
-#[derive(Clone, Copy)]
-pub enum StartFailure {
-    /// No background worker slot was free for [`SLOT_WAIT`].
-    NoSlot,
-    /// It stopped before it took its entry (it could not connect to the database).
-    Stopped,
-    /// The postmaster died or could not start it.
-    NotStarted,
 }
 
 /// Starts this database's worker, waiting up to [`SLOT_WAIT`] for a free slot (a parallel query
