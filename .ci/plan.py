@@ -4,8 +4,9 @@
 
 The set-up (Debian packages, Rust, cargo-pgrx, the PostgreSQL builds) has run before, in
 `.ci/test`. Then, side by side as their needs allow:
-- lint: rustfmt, clippy on the pure library and on the extension, no pgrx in the pure library,
-  the manual's links and contents (tests/docs/check.py), promtool on the alerts;
+- lint: rustfmt, clippy on the pure library and on the extension, rustdoc's links, no pgrx in
+  the pure library, the manual's links and contents (tests/docs/check.py), promtool on the
+  alerts, the runner's own tests (tests/ci);
 - tier 1: the pure Rust tests (cargo test, no pgrx);
 - per major V: its release package (.ci/package, one release build that serves every test of
   V), installed as the README says (`install/V`); the golden files and the golden file without
@@ -79,6 +80,8 @@ def plan(versions: list[str]) -> list[Job]:
         f'deps="$(cargo tree -e normal --no-default-features --features "{LIB_FEATURES}" --prefix none)" && '
         '! grep -E "^(pgrx|bindgen)" <<<"$deps" && echo "no pgrx or bindgen among $(wc -l <<<"$deps") lines"'),
         excl=cargo, estimate=2))
+    add(Job("lint/rustdoc", bash(f'RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --no-default-features '
+            f'--features "{LIB_FEATURES}"'), cpu=2, excl=cargo, estimate=40))
     add(Job("lint/docs", ["python3", "tests/docs/check.py"], estimate=2))
     add(Job("lint/runner", ["python3", "-m", "unittest", "discover", "-s", "tests/ci"], estimate=5))
     add(Job("lint/promtool", bash("promtool check rules doc/monitoring/sno-alerts.yml && "

@@ -1,6 +1,6 @@
 //! What the next `sno_generate` would do, told without doing it: whether it would make an ID,
 //! and with which partition, or why not. The monitoring views show this
-//! ([`crate::pg::generator::monitor`]), so that a probe alerts without calling the generator.
+//! (the glue's `monitor.rs`), so that a probe alerts without calling the generator.
 //!
 //! Pure Rust: the glue gathers what `sno_generate` would look at (recovery, the state file,
 //! the source of the partition, the clock) and a copy of the lineage state; [`forecast`] runs

@@ -388,7 +388,7 @@ impl State {
 
     /// Records that `partition` was used (by this incarnation when `mine`) within `bound`. The
     /// partition gets an entry (the table holds the partitions noted last); when the table is
-    /// full, another entry leaves it ([`State::fold`]), its partition staying known.
+    /// full, another entry leaves it (`State::fold`), its partition staying known.
     pub fn note(&mut self, partition: u16, mine: bool, bound: Persisted) {
         if mine {
             self.used_by_me.insert(partition);

@@ -3,7 +3,7 @@
 //!
 //! When to judge the lineage ([`judge`]), when and what to write durably and in which order
 //! (the state file, then its WAL record, flushed, and only then a new epoch that lets backends
-//! hand out what it covers: [`write`]), what the worker settles ([`settle`], [`stop`]), and the
+//! hand out what it covers: [`write()`]), what the worker settles ([`settle`], [`stop_plan`]), and the
 //! slow path of `sno_generate` ([`generate_slow`]: open the cursor, write and wait, wait for the
 //! clock, take a promised turn in a full unit, refuse). What happens around them (the lock, the
 //! clock, files, WAL, shared memory, the Citus group read, the server log, the waits) is the
@@ -426,7 +426,7 @@ pub type Parts = (u64, u8, u16, u16);
 /// a new epoch): under the lock, judge the lineage and read the clock again (so that two
 /// backends reading it a moment apart never mistake each other's readings for a regression),
 /// and let the timeline open the cursor on the clock's unit; write and wait when the durable
-/// state must cover more first (`write_now`, which takes the writer lock and calls [`write`]
+/// state must cover more first (`write_now`, which takes the writer lock and calls [`write()`]
 /// with [`needed_now`]); wait outside the lock for the clock or for a promised turn.
 pub fn generate_slow<H: Host, B: Backend>(
     h: &H,

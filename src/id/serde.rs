@@ -2,7 +2,7 @@
 //!
 //! | format | writes | reads |
 //! |---|---|---|
-//! | human-readable (JSON, YAML, TOML, ...) | the 16-character text, as Go's `MarshalText` and `String()` | that text (strictly, as [`decode`](crate::id::encoding::decode): upper case accepted; not the bytea hex form the SQL input and `FromStr` also take), `null` / unit as [`Sno::ZERO`], or an array of 10 byte values |
+//! | human-readable (JSON, YAML, TOML, ...) | the 16-character text, as Go's `MarshalText` and `String()` | that text (strictly, as [`crate::id::encoding::decode`]: upper case accepted; not the bytea hex form the SQL input and `FromStr` also take), `null` / unit as [`Sno::ZERO`], or an array of 10 byte values |
 //! | binary (postcard, bincode, CBOR, ...) | the 10 raw bytes (`serialize_bytes`), as Go's `Bytes()` | 10 bytes, a byte buffer, or a sequence of 10 `u8` |
 //!
 //! Which of the two a format is, is its [`is_human_readable`](::serde::Serializer::is_human_readable).
