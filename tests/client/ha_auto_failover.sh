@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # shellcheck source-path=SCRIPTDIR
-# ci: majors=15 server=no cpu=0 estimate=330
+# ci: majors=15 server=no cpu=1 estimate=330
 # sno under pg_auto_failover 2.0 (Debian's postgresql-15-auto-failover; PostgreSQL 15 only): a
 # monitor and two data nodes set up with the manual's commands ("### pg_auto_failover", run as
 # printed: only paths, host names, ports and node names are substituted), in each of the three

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # shellcheck source-path=SCRIPTDIR
-# ci: majors=15 server=no cpu=0 estimate=290
+# ci: majors=15 server=no cpu=1 estimate=290
 # Patroni 3.0 with etcd (PostgreSQL 15 only): three PostgreSQL nodes run by Patroni, one etcd,
 # synchronous_mode, use_pg_rewind (and a new base backup if a rewind fails), with the README's
 # patroni.yml ("### Patroni") as printed. For each topology of the manual's HA table, a new
