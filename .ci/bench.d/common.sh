@@ -35,23 +35,11 @@ rotate() {
     for ((i = 0; i < n; i++)); do echo "${list[$(((i + round) % n))]}"; done
 }
 
-# drivers_venv: the venv the client tests use for psycopg 3 ($SNO_WORK/venv-drivers, from PyPI,
-# pinned in tests/drivers/python/requirements.txt), made or refilled as drivers_python.sh and
-# lease_python.sh do it, under their lock (sections convert and leases).
-DRIVERS_VENV="$SNO_WORK/venv-drivers"
-drivers_venv() {
-    local req="$SNO_ROOT/tests/drivers/python/requirements.txt"
-    exec 9>"$SNO_WORK/venv-drivers.lock"
-    flock 9
-    if [[ ! -x "$DRIVERS_VENV/bin/python" ]] || ! cmp -s "$req" "$DRIVERS_VENV/sno-requirements.txt"; then
-        echo "    (installing the Python drivers into $DRIVERS_VENV)"
-        [[ -x "$DRIVERS_VENV/bin/python" ]] || "${SNO_PYTHON:-python3}" -m venv "$DRIVERS_VENV"
-        "$DRIVERS_VENV/bin/python" -m pip install -q --disable-pip-version-check -r "$req"
-        cp "$req" "$DRIVERS_VENV/sno-requirements.txt"
-    fi
-    flock -u 9
-    exec 9>&-
-}
+# drivers_venv ROOT: the venv the client tests use for psycopg 3 ($SNO_WORK/venv-drivers, from
+# PyPI, pinned in tests/drivers/python/requirements.txt), made or refilled under their lock;
+# prints its path (sections convert and leases).
+# shellcheck source=../../tests/client/lib.bash
+source "$SNO_ROOT/tests/client/lib.bash"
 
 # --- concurrent single-row INSERTs (sections pk and fsync; KEYCOL also pause and citus) --
 

@@ -11,9 +11,8 @@ for k in CONV_ROWS CONV_CHILD_ROWS CONV_CLIENTS CONV_TPS; do
 done
 say "convert: $CONV_ROWS rows and a child table of $CONV_CHILD_ROWS, python -m sno_pg.convert against the offline rewrite, without and with $CONV_CLIENTS writers ($CONV_TPS statements/s)"
 # psycopg 3 for the tool: the venv the client tests use (tests/client/adopt_convert.sh), made
-# here too when missing, under the same lock (drivers_venv).
-drivers_venv
-venv="$DRIVERS_VENV"
+# here too when missing, under the same lock (tests/client/lib.bash's drivers_venv).
+venv="$(drivers_venv "$SNO_ROOT")"
 SOCK="$SNO_WORK/bench-$V"
 dpsql() { local db="$1"; shift; "$BIN/psql" -X -q -h "$SOCK" -p "$PORT" -U postgres -d "$db" -v ON_ERROR_STOP=1 "$@"; }
 

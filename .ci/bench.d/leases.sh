@@ -17,7 +17,7 @@ say "leases: a leased Rust generator against uuid v7 ($LEASE_IDS IDs a run), a l
 # sno.lease_limit (64) until its window ends (a TTL of 60 s here; each run takes over 20), and a
 # pool that grows takes a reserved partition, counted against sno.reserved_limit (16): both
 # roles' limits are raised for the rounds.
-drivers_venv
+venv="$(drivers_venv "$SNO_ROOT")"
 LSOCK="$SNO_WORK/bench-$V"
 psql -c "SET client_min_messages = warning" -c "DROP DATABASE IF EXISTS bench_leases" -c "CREATE DATABASE bench_leases"
 "$BIN/psql" -X -q -h "$LSOCK" -p "$PORT" -U postgres -d bench_leases -v ON_ERROR_STOP=1 -f "$BENCH_D/leases.sql"
@@ -38,7 +38,7 @@ for ((r = 1; r <= RUNS; r++)); do
         echo "the Rust lease bench (bench_leased_generator_vs_uuid_v7) failed, round $r" >&2
         exit 1
     fi
-    if ! PYTHONPATH="$SNO_ROOT/python" PYTHONDONTWRITEBYTECODE=1 "$DRIVERS_VENV/bin/python" \
+    if ! PYTHONPATH="$SNO_ROOT/python" PYTHONDONTWRITEBYTECODE=1 "$venv/bin/python" \
         "$SNO_ROOT/tests/client/lease_python_bench.py" "host=$LSOCK port=$PORT dbname=bench_leases user=bench_lease_py" \
         "$LEASE_SECONDS" >"$SCRATCH/leases-python-$r.out" 2>&1; then
         cat "$SCRATCH/leases-python-$r.out" >&2
@@ -52,7 +52,7 @@ echo
 echo "Partition leases on PostgreSQL $(psql -At -c 'SHOW server_version') (this server, Unix socket): IDs per second made" \
     "locally under a lease against a UUID made in the same process, and the cost of the lease calls. Rust" \
     "($(rustc --version | awk '{ print $2 }'), sno::lease::postgres's generator with a slice of 65,536, $(sed ':a;s/\B[0-9]\{3\}\>/,&/;ta' <<<"$LEASE_IDS") IDs a run)" \
-    "against uuid $uuid_crate's \`Uuid::now_v7()\`; Python ($("$DRIVERS_VENV/bin/python" -c 'import sys, psycopg; print(f"{sys.version.split()[0]}, psycopg {psycopg.__version__}")'))," \
+    "against uuid $uuid_crate's \`Uuid::now_v7()\`; Python ($("$venv/bin/python" -c 'import sys, psycopg; print(f"{sys.version.split()[0]}, psycopg {psycopg.__version__}")'))," \
     "sno_pg.lease.LeasedGenerator with a slice of 65,536, one thread, ${LEASE_SECONDS} s a measurement, against" \
     "\`uuid.uuid4()\`. The lease calls: medians of 21 (Rust, one open connection) and 20 (Python) calls a round, a" \
     "TTL of 60 s. $RUNS rounds, a Rust run then a Python run each:"
