@@ -7,7 +7,7 @@ The ordering of items is not stable, it is driven by a dependency graph.
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- src/pg/mod.rs:42
+-- src/pg/mod.rs:43
 -- bootstrap
 -- The sno type and everything that makes it a first-class PostgreSQL type: I/O, operators,
 -- btree/hash/BRIN operator classes, min/max, bytea casts, and the field functions.
@@ -544,7 +544,7 @@ CREATE CAST (varchar AS sno) WITH INOUT AS ASSIGNMENT;
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- src/pg/mod.rs:43
+-- src/pg/mod.rs:44
 -- requires:
 --   sno_type
 
@@ -565,8 +565,8 @@ COMMENT ON FUNCTION sno_generate() IS 'a new sno ID with meta 0, unique on this 
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- src/pg/generator/monitor.rs:403
--- sno::pg::generator::monitor::sno_current_partition
+-- src/pg/issuer/monitor.rs:403
+-- sno::pg::issuer::monitor::sno_current_partition
 CREATE  FUNCTION "sno_current_partition"() RETURNS INT /* Option < i32 > */
 STRICT STABLE PARALLEL SAFE
 LANGUAGE c /* Rust */
@@ -574,8 +574,8 @@ AS 'MODULE_PATHNAME', 'sno_current_partition_wrapper';
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- src/pg/generator/monitor.rs:327
--- sno::pg::generator::monitor::sno_generator_backends
+-- src/pg/issuer/monitor.rs:327
+-- sno::pg::issuer::monitor::sno_generator_backends
 CREATE  FUNCTION "sno_generator_backends"() RETURNS TABLE (
 	"pid" INT,  /* i32 */
 	"ids_issued" bigint,  /* i64 */
@@ -589,14 +589,14 @@ AS 'MODULE_PATHNAME', 'generator_backends_wrapper';
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- src/pg/generator/compat.rs:48
--- sno::pg::generator::compat::sno_generator_backends
+-- src/pg/issuer/compat.rs:48
+-- sno::pg::issuer::compat::sno_generator_backends
 -- Skipped due to `#[pgrx(sql = false)]`
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- src/pg/generator/monitor.rs:161
--- sno::pg::generator::monitor::sno_generator_info
+-- src/pg/issuer/monitor.rs:161
+-- sno::pg::issuer::monitor::sno_generator_info
 CREATE  FUNCTION "sno_generator_info"() RETURNS TABLE (
 	"partition" INT,  /* Option < i32 > */
 	"partition_source" TEXT,  /* Option < String > */
@@ -622,14 +622,14 @@ AS 'MODULE_PATHNAME', 'generator_info_wrapper';
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- src/pg/generator/compat.rs:17
--- sno::pg::generator::compat::sno_generator_info
+-- src/pg/issuer/compat.rs:17
+-- sno::pg::issuer::compat::sno_generator_info
 -- Skipped due to `#[pgrx(sql = false)]`
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- src/pg/generator/durable.rs:587
--- sno::pg::generator::durable::sno_generator_initialize
+-- src/pg/issuer/durable.rs:411
+-- sno::pg::issuer::durable::sno_generator_initialize
 CREATE  FUNCTION "sno_generator_initialize"(
 	"force" bool DEFAULT false, /* bool */
 	"take_over" bool DEFAULT false /* bool */
@@ -640,14 +640,14 @@ AS 'MODULE_PATHNAME', 'generator_initialize_wrapper';
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- src/pg/generator/compat.rs:70
--- sno::pg::generator::compat::sno_generator_initialize
+-- src/pg/issuer/compat.rs:70
+-- sno::pg::issuer::compat::sno_generator_initialize
 -- Skipped due to `#[pgrx(sql = false)]`
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- src/pg/generator/monitor.rs:360
--- sno::pg::generator::monitor::sno_generator_lineage
+-- src/pg/issuer/monitor.rs:360
+-- sno::pg::issuer::monitor::sno_generator_lineage
 CREATE  FUNCTION "sno_generator_lineage"() RETURNS TABLE (
 	"partition" INT,  /* i32 */
 	"used_here" bool,  /* bool */
@@ -661,8 +661,8 @@ AS 'MODULE_PATHNAME', 'sno_generator_lineage_wrapper';
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- src/pg/generator/monitor.rs:308
--- sno::pg::generator::monitor::sno_generator_slice
+-- src/pg/issuer/monitor.rs:308
+-- sno::pg::issuer::monitor::sno_generator_slice
 CREATE  FUNCTION "sno_generator_slice"() RETURNS TABLE (
 	"sequence_min" INT,  /* i32 */
 	"sequence_max" INT,  /* i32 */
@@ -674,8 +674,8 @@ AS 'MODULE_PATHNAME', 'sno_generator_slice_wrapper';
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- src/pg/generator/monitor.rs:265
--- sno::pg::generator::monitor::sno_generator_status
+-- src/pg/issuer/monitor.rs:265
+-- sno::pg::issuer::monitor::sno_generator_status
 CREATE  FUNCTION "sno_generator_status"() RETURNS TABLE (
 	"status" TEXT,  /* String */
 	"status_message" TEXT,  /* Option < String > */
@@ -690,14 +690,14 @@ AS 'MODULE_PATHNAME', 'sno_generator_status_wrapper';
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- src/pg/mod.rs:48
+-- src/pg/mod.rs:49
 -- requires:
---   generator::monitor::generator_info
---   generator::monitor::generator_backends
---   generator::monitor::sno_generator_lineage
---   generator::monitor::sno_generator_slice
---   generator::monitor::sno_generator_status
---   generator::durable::generator_initialize
+--   issuer::monitor::generator_info
+--   issuer::monitor::generator_backends
+--   issuer::monitor::sno_generator_lineage
+--   issuer::monitor::sno_generator_slice
+--   issuer::monitor::sno_generator_status
+--   issuer::durable::generator_initialize
 
 -- Monitoring and administration of the generator: views over functions pgrx generates from
 -- src/pg/generator/ (#[pg_extern]), their privileges, and the first state file of a new
@@ -753,20 +753,20 @@ SELECT @extschema@.sno_generator_initialize();
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- src/pg/generator/lease.rs:179
--- sno::pg::generator::lease::sno_lease_acquire
+-- src/pg/issuer/lease.rs:180
+-- sno::pg::issuer::lease::sno_lease_acquire
 -- Skipped due to `#[pgrx(sql = false)]`
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- src/pg/generator/lease.rs:225
--- sno::pg::generator::lease::sno_lease_renew
+-- src/pg/issuer/lease.rs:226
+-- sno::pg::issuer::lease::sno_lease_renew
 -- Skipped due to `#[pgrx(sql = false)]`
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- src/pg/generator/at.rs:281
--- sno::pg::generator::at::sno_reserved_grant
+-- src/pg/issuer/at.rs:281
+-- sno::pg::issuer::at::sno_reserved_grant
 CREATE  FUNCTION "sno_reserved_grant"(
 	"above" INT DEFAULT NULL /* Option < i32 > */
 ) RETURNS INT /* i32 */
@@ -776,8 +776,8 @@ AS 'MODULE_PATHNAME', 'sno_reserved_grant_wrapper';
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- src/pg/generator/at.rs:502
--- sno::pg::generator::at::sno_reserved_relearn
+-- src/pg/issuer/at.rs:502
+-- sno::pg::issuer::at::sno_reserved_relearn
 CREATE  FUNCTION "sno_reserved_relearn"() RETURNS INT /* i32 */
 STRICT VOLATILE PARALLEL UNSAFE
 LANGUAGE c /* Rust */
@@ -785,8 +785,8 @@ AS 'MODULE_PATHNAME', 'sno_reserved_relearn_wrapper';
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- src/pg/generator/monitor.rs:413
--- sno::pg::generator::monitor::sno_reserved_space
+-- src/pg/issuer/monitor.rs:413
+-- sno::pg::issuer::monitor::sno_reserved_space
 CREATE  FUNCTION "sno_reserved_space"() RETURNS TABLE (
 	"first_partition" INT,  /* i32 */
 	"last_partition" INT,  /* i32 */
@@ -802,8 +802,8 @@ AS 'MODULE_PATHNAME', 'sno_reserved_space_wrapper';
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- src/pg/generator/at.rs:464
--- sno::pg::generator::at::sno_reserved_grants_noted
+-- src/pg/issuer/at.rs:464
+-- sno::pg::issuer::at::sno_reserved_grants_noted
 CREATE FUNCTION "sno_reserved_grants_noted"()
 	RETURNS TRIGGER
 	LANGUAGE c
@@ -811,11 +811,11 @@ CREATE FUNCTION "sno_reserved_grants_noted"()
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- src/pg/mod.rs:60
+-- src/pg/mod.rs:61
 -- requires:
 --   sno_monitoring
---   generator::monitor::sno_reserved_space
---   generator::at::sno_reserved_grants_noted
+--   issuer::monitor::sno_reserved_space
+--   issuer::at::sno_reserved_grants_noted
 
 -- The reserved partition space (61440-65535) and IDs made for any time from it
 -- (src/pg/generator/at.rs, src/generator/reserved.rs). Since 0.6.0.
@@ -880,7 +880,7 @@ GRANT SELECT ON sno_reserved TO PUBLIC;
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- src/pg/mod.rs:69
+-- src/pg/mod.rs:70
 -- requires:
 --   sno_reserved
 
@@ -1520,12 +1520,12 @@ COMMENT ON PROCEDURE sno_drop_old_time_partitions(regclass, timestamptz) IS 'dro
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- src/pg/mod.rs:74
+-- src/pg/mod.rs:75
 -- requires:
 --   sno_time_partitions
 
 -- Partition leases: the database coordinates sno generators outside it (src/generator/lease.rs,
--- src/pg/generator/lease.rs, the registry in src/pg/generator/lease_registry.rs). Since 0.8.0;
+-- src/pg/issuer/lease.rs, the registry in src/pg/issuer/lease_registry.rs). Since 0.8.0;
 -- the ledger and the lease numbers since 0.8.1.
 --
 -- Generated by pgrx after this file (lease.rs), each with SET search_path:
@@ -1597,7 +1597,7 @@ SELECT pg_catalog.pg_extension_config_dump('sno_internal.leases', '');
 -- renewal and the latest window end ever granted on it. Not marked for pg_dump, so no dump
 -- carries it and no restore brings it back: after a data-only restore of older rows, the
 -- registry sees their stamps behind the ledger's and keeps the partition's slices busy until
--- the ledger's end (src/pg/generator/lease_registry.rs).
+-- the ledger's end (src/pg/issuer/lease_registry.rs).
 CREATE TABLE sno_internal.lease_ledger (
     partition int4 PRIMARY KEY,
     stamp int8 NOT NULL,
@@ -1612,92 +1612,8 @@ COMMENT ON SEQUENCE sno_internal.lease_ids IS 'sno lease numbers, kept out of du
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- src/pg/generator/lease.rs:237
--- sno::pg::generator::lease::sno_lease_release
--- requires:
---   sno_leases
-CREATE  FUNCTION "sno_lease_release"(
-	"lease" bigint, /* Option < i64 > */
-	"token" uuid /* Option < Uuid > */
-) RETURNS void
-VOLATILE PARALLEL UNSAFE 
-SET search_path TO pg_catalog, pg_temp
-LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', 'sno_lease_release_wrapper';
-/* </end connected objects> */
-
-/* <begin connected objects> */
--- src/pg/generator/lease.rs:307
--- sno::pg::generator::lease::sno_lease_space
--- requires:
---   sno_leases
-CREATE  FUNCTION "sno_lease_space"() RETURNS TABLE (
-	"share" INT,  /* Option < i32 > */
-	"share_left" INT,  /* Option < i32 > */
-	"reserved_left" INT  /* Option < i32 > */
-)
-STRICT VOLATILE PARALLEL SAFE 
-LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', 'sno_lease_space_wrapper';
-/* </end connected objects> */
-
-/* <begin connected objects> */
--- src/pg/generator/lease.rs:273
--- sno::pg::generator::lease::sno_lease_partition_noted
--- requires:
---   sno_leases
-CREATE  FUNCTION "sno_lease_partition_noted"(
-	"partition" INT /* i32 */
-) RETURNS INT /* i32 */
-STRICT VOLATILE PARALLEL UNSAFE 
-SET search_path TO pg_catalog, pg_temp
-LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', 'sno_lease_partition_noted_wrapper';
-/* </end connected objects> */
-
-/* <begin connected objects> */
--- src/pg/generator/lease.rs:252
--- sno::pg::generator::lease::sno_lease_take_over
--- requires:
---   sno_leases
-CREATE  FUNCTION "sno_lease_take_over"() RETURNS INT /* i32 */
-STRICT VOLATILE PARALLEL UNSAFE 
-SET search_path TO pg_catalog, pg_temp
-LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', 'sno_lease_take_over_wrapper';
-/* </end connected objects> */
-
-/* <begin connected objects> */
--- src/pg/generator/lease.rs:299
--- sno::pg::generator::lease::sno_lease_incarnation
--- requires:
---   sno_leases
-CREATE  FUNCTION "sno_lease_incarnation"() RETURNS bigint /* Option < i64 > */
-STRICT VOLATILE PARALLEL SAFE 
-LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', 'sno_lease_incarnation_wrapper';
-/* </end connected objects> */
-
-/* <begin connected objects> */
--- src/pg/generator/lease.rs:213
--- sno::pg::generator::lease::sno_lease_renew
--- requires:
---   sno_leases
-CREATE  FUNCTION "sno_lease_renew"(
-	"lease" bigint, /* Option < i64 > */
-	"token" uuid, /* Option < Uuid > */
-	"ttl" interval /* Option < Interval > */
-) RETURNS SETOF sno_lease /* :: pgrx :: heap_tuple :: PgHeapTuple < '_, :: pgrx :: pgbox :: AllocatedByRust
-> */
-VOLATILE PARALLEL UNSAFE  
-SET search_path TO pg_catalog, pg_temp
-LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', 'lease_renew_wrapper';
-/* </end connected objects> */
-
-/* <begin connected objects> */
--- src/pg/generator/lease.rs:166
--- sno::pg::generator::lease::sno_lease_acquire
+-- src/pg/issuer/lease.rs:167
+-- sno::pg::issuer::lease::sno_lease_acquire
 -- requires:
 --   sno_leases
 CREATE  FUNCTION "sno_lease_acquire"(
@@ -1713,16 +1629,100 @@ AS 'MODULE_PATHNAME', 'lease_acquire_wrapper';
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- src/pg/mod.rs:79
+-- src/pg/issuer/lease.rs:300
+-- sno::pg::issuer::lease::sno_lease_incarnation
 -- requires:
 --   sno_leases
---   generator::lease::lease_acquire
---   generator::lease::lease_renew
---   generator::lease::sno_lease_release
---   generator::lease::sno_lease_take_over
---   generator::lease::sno_lease_partition_noted
---   generator::lease::sno_lease_incarnation
---   generator::lease::sno_lease_space
+CREATE  FUNCTION "sno_lease_incarnation"() RETURNS bigint /* Option < i64 > */
+STRICT VOLATILE PARALLEL SAFE 
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'sno_lease_incarnation_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- src/pg/issuer/lease.rs:253
+-- sno::pg::issuer::lease::sno_lease_take_over
+-- requires:
+--   sno_leases
+CREATE  FUNCTION "sno_lease_take_over"() RETURNS INT /* i32 */
+STRICT VOLATILE PARALLEL UNSAFE 
+SET search_path TO pg_catalog, pg_temp
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'sno_lease_take_over_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- src/pg/issuer/lease.rs:274
+-- sno::pg::issuer::lease::sno_lease_partition_noted
+-- requires:
+--   sno_leases
+CREATE  FUNCTION "sno_lease_partition_noted"(
+	"partition" INT /* i32 */
+) RETURNS INT /* i32 */
+STRICT VOLATILE PARALLEL UNSAFE 
+SET search_path TO pg_catalog, pg_temp
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'sno_lease_partition_noted_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- src/pg/issuer/lease.rs:238
+-- sno::pg::issuer::lease::sno_lease_release
+-- requires:
+--   sno_leases
+CREATE  FUNCTION "sno_lease_release"(
+	"lease" bigint, /* Option < i64 > */
+	"token" uuid /* Option < Uuid > */
+) RETURNS void
+VOLATILE PARALLEL UNSAFE 
+SET search_path TO pg_catalog, pg_temp
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'sno_lease_release_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- src/pg/issuer/lease.rs:214
+-- sno::pg::issuer::lease::sno_lease_renew
+-- requires:
+--   sno_leases
+CREATE  FUNCTION "sno_lease_renew"(
+	"lease" bigint, /* Option < i64 > */
+	"token" uuid, /* Option < Uuid > */
+	"ttl" interval /* Option < Interval > */
+) RETURNS SETOF sno_lease /* :: pgrx :: heap_tuple :: PgHeapTuple < '_, :: pgrx :: pgbox :: AllocatedByRust
+> */
+VOLATILE PARALLEL UNSAFE  
+SET search_path TO pg_catalog, pg_temp
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'lease_renew_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- src/pg/issuer/lease.rs:308
+-- sno::pg::issuer::lease::sno_lease_space
+-- requires:
+--   sno_leases
+CREATE  FUNCTION "sno_lease_space"() RETURNS TABLE (
+	"share" INT,  /* Option < i32 > */
+	"share_left" INT,  /* Option < i32 > */
+	"reserved_left" INT  /* Option < i32 > */
+)
+STRICT VOLATILE PARALLEL SAFE 
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'sno_lease_space_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- src/pg/mod.rs:80
+-- requires:
+--   sno_leases
+--   issuer::lease::lease_acquire
+--   issuer::lease::lease_renew
+--   issuer::lease::sno_lease_release
+--   issuer::lease::sno_lease_take_over
+--   issuer::lease::sno_lease_partition_noted
+--   issuer::lease::sno_lease_incarnation
+--   issuer::lease::sno_lease_space
 
 -- Partition leases: the trigger that notes a restored pool, the views and the privileges.
 -- Since 0.8.0 (after the functions pgrx generates from src/pg/generator/lease.rs).

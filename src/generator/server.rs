@@ -7,7 +7,7 @@
 //! slow path of `sno_generate` ([`generate_slow`]: open the cursor, write and wait, wait for the
 //! clock, take a promised turn in a full unit, refuse). What happens around them (the lock, the
 //! clock, files, WAL, shared memory, the Citus group read, the server log, the waits) is the
-//! [`Host`]'s: the glue implements it over PostgreSQL (`crate::pg::generator`), and the models
+//! [`Host`]'s: the glue implements it over PostgreSQL (`crate::pg::issuer`), and the models
 //! (`tests/lineage_model.rs`, `tests/citus_model.rs`, `tests/reserved_model.rs`) implement it in
 //! memory and run these same functions through millions of random event orders. So a bug in
 //! the order of a write and a publication, or a horizon one unit short, fails a model.

@@ -8,7 +8,8 @@
 //!   [`parts`] (field functions), [`planner`] (time predicates as bounds on the key, and on
 //!   TimescaleDB hypertables ([`hypertable`]) bounds on the key as time predicates);
 //! - the generator: [`gucs`] (settings), [`shmem`] (shared memory, the state file at start-up),
-//!   [`generator`] (`sno_generate`, the durable state, `sno_generator_initialize`, monitoring),
+//!   [`issuer`] (`sno_generate`, `sno_generate_at`, leases, the durable state,
+//!   `sno_generator_initialize`, monitoring),
 //!   [`wal`] (the lineage WAL record), [`worker`] (the background worker that judges the
 //!   lineage after a promotion);
 //! - time-partitioned tables: [`time_partitions`] (a partition's bounds read from the catalog
@@ -20,10 +21,10 @@ pub mod citus;
 pub mod encoded_text;
 pub mod errors;
 pub mod fmgr;
-pub mod generator;
 pub mod gucs;
 pub mod hypertable;
 pub mod io;
+pub mod issuer;
 pub mod ops;
 pub mod parts;
 pub mod planner;
@@ -49,12 +50,12 @@ mod tests;
     "../../sql/sno_monitoring.sql",
     name = "sno_monitoring",
     requires = [
-        generator::monitor::generator_info,
-        generator::monitor::generator_backends,
-        generator::monitor::sno_generator_lineage,
-        generator::monitor::sno_generator_slice,
-        generator::monitor::sno_generator_status,
-        generator::durable::generator_initialize
+        issuer::monitor::generator_info,
+        issuer::monitor::generator_backends,
+        issuer::monitor::sno_generator_lineage,
+        issuer::monitor::sno_generator_slice,
+        issuer::monitor::sno_generator_status,
+        issuer::durable::generator_initialize
     ]
 );
 ::pgrx::extension_sql_file!(
@@ -62,8 +63,8 @@ mod tests;
     name = "sno_reserved",
     requires = [
         "sno_monitoring",
-        generator::monitor::sno_reserved_space,
-        generator::at::sno_reserved_grants_noted
+        issuer::monitor::sno_reserved_space,
+        issuer::at::sno_reserved_grants_noted
     ]
 );
 ::pgrx::extension_sql_file!(
@@ -81,13 +82,13 @@ mod tests;
     name = "sno_leases_views",
     requires = [
         "sno_leases",
-        generator::lease::lease_acquire,
-        generator::lease::lease_renew,
-        generator::lease::sno_lease_release,
-        generator::lease::sno_lease_take_over,
-        generator::lease::sno_lease_partition_noted,
-        generator::lease::sno_lease_incarnation,
-        generator::lease::sno_lease_space
+        issuer::lease::lease_acquire,
+        issuer::lease::lease_renew,
+        issuer::lease::sno_lease_release,
+        issuer::lease::sno_lease_take_over,
+        issuer::lease::sno_lease_partition_noted,
+        issuer::lease::sno_lease_incarnation,
+        issuer::lease::sno_lease_space
     ]
 );
 
@@ -113,10 +114,10 @@ pub extern "C-unwind" fn _PG_init() {
             errors::raise(errors::Problem::BadSlice { min, max, why });
         }
         shmem::init();
-        generator::lease_worker::init();
+        issuer::lease_worker::init();
         wal::init_redo(wal::Redo {
-            lineage: generator::replay,
-            grant: generator::replay_grant,
+            lineage: issuer::replay,
+            grant: issuer::replay_grant,
         });
         worker::init();
     }

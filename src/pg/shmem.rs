@@ -109,7 +109,7 @@ pub struct Shared {
     /// Length of `reason`.
     pub reason_len: u32,
     /// The partition configured when a start found the state file missing or unusable (its
-    /// [`crate::pg::generator::durable::source_key`]: the explicit partition or -1), kept
+    /// [`crate::pg::issuer::durable::source_key`]: the explicit partition or -1), kept
     /// across restarts in `sno_generator.lost` until a state file is written again;
     /// [`NOT_LOST`] when there is a state file. `sno_generator_initialize` refuses to start
     /// afresh with it.
@@ -547,7 +547,7 @@ fn restore_state(s: &mut Shared) {
 }
 
 /// A start found the state file missing or unusable: the partition whose IDs it covered, as
-/// [`crate::pg::generator::durable::source_key`] has it (the explicit partition, or -1), is the
+/// [`crate::pg::issuer::durable::source_key`] has it (the explicit partition, or -1), is the
 /// one an earlier start recorded ([`crate::generator::lost`]), else the one configured now,
 /// recorded for the starts to come until a state file is written again.
 fn note_loss(s: &Shared, dir: &std::path::Path) {

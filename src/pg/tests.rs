@@ -403,9 +403,9 @@ mod tests {
         let mut ids = Vec::new();
         let mut stalls = 0;
         for _ in 0..1000 {
-            ids.push(crate::pg::generator::hot::generate(3));
+            ids.push(crate::pg::issuer::hot::generate(3));
             s.hot.cursor.spend(crate::generator::cursor::POOL);
-            ids.push(crate::pg::generator::hot::generate(3));
+            ids.push(crate::pg::issuer::hot::generate(3));
             stalls = one::<i64>("SELECT full_unit_stalls FROM sno_generator") - before;
             if stalls > 0 {
                 break;

@@ -34,7 +34,7 @@ const XLOG_SNO_GRANT: u8 = 0x20;
 
 /// Registers the resource manager. Called from `_PG_init` while the postmaster preloads
 /// libraries.
-/// What redo does with the `sno` records: the generator's (`crate::pg::generator::replay`,
+/// What redo does with the `sno` records: the generator's (`crate::pg::issuer::replay`,
 /// `replay_grant`), given by `_PG_init` so that this file, below the generator, does not
 /// import it.
 pub struct Redo {

@@ -12,7 +12,7 @@
 //! It also renews the durable horizon ahead of need: `sno_generate` sets its latch when the
 //! high-water mark comes within a second of the horizon on disk, and the worker writes and
 //! flushes the state file and its WAL record while backends go on generating (holding only the
-//! writer lock, see [`crate::pg::generator::durable`]). It starts once recovery is over (on a standby: at promotion),
+//! writer lock, see [`crate::pg::issuer::durable`]). It starts once recovery is over (on a standby: at promotion),
 //! needs no database, and does nothing while the state is missing or unusable (that is for
 //! `sno_generate`'s HINT and the administrator).
 
@@ -54,7 +54,7 @@ pub extern "C-unwind" fn sno_lineage_main(_arg: pg_sys::Datum) {
     loop {
         // Every 200 ms while an idle lease is still to be written once IDs stop (so it is
         // written well within the short horizon), every second otherwise.
-        let soon = crate::pg::generator::settle(s, &mut opened);
+        let soon = crate::pg::issuer::settle(s, &mut opened);
         let nap = Duration::from_millis(if soon { 200 } else { 1000 });
         if !BackgroundWorker::wait_latch(Some(nap)) {
             break;
@@ -68,7 +68,7 @@ pub extern "C-unwind" fn sno_lineage_main(_arg: pg_sys::Datum) {
     // of the lease ahead of it. Safe whoever still makes IDs: the horizon in memory comes down
     // first, so a backend going on past it writes again (a terminated worker, not a shutdown,
     // does the same: the next write renews the lease).
-    crate::pg::generator::stop(s);
+    crate::pg::issuer::stop(s);
     // Exit code 1: the postmaster starts the worker again (a worker that exits with 0 is
     // unregistered), so an administrator's pg_terminate_backend does not silently turn it off.
     // At shutdown the postmaster restarts nothing.

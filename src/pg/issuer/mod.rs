@@ -1,9 +1,13 @@
-//! The generator in PostgreSQL: `sno_generate` ([`hot`]: the fast path, the slow path under
-//! the lock, waiting for the clock), the durable state and the lineage ([`durable`]: the state
-//! file and WAL record, `sno_generator_initialize`, the judgment after a copy or promotion) and
-//! monitoring ([`monitor`]: the views' functions), and [`compat`]: the C symbols of released
-//! versions whose SQL changed since, for a database not yet updated. The decisions are pure, in
-//! [`crate::generator`]; this is where they meet shared memory, the lock, files and WAL.
+//! The issuer: where the generator's decisions meet PostgreSQL. `sno_generate` ([`hot`]: the
+//! fast path, the slow path under the lock, waiting for the clock), the durable state and the
+//! lineage ([`durable`]: the state file and WAL record, `sno_generator_initialize`, the judgment
+//! after a copy or promotion; [`host`]: PostgreSQL's clock, lock, files and WAL handed to the
+//! pure room), IDs for past times ([`at`]), partition leases ([`lease`], decided by the registry
+//! worker: [`lease_worker`], [`lease_registry`], [`lease_request`]), monitoring ([`monitor`]:
+//! the views' functions), and [`compat`]: the C symbols of released versions whose SQL changed
+//! since, for a database not yet updated. The decisions are pure, in [`crate::generator`]
+//! ([`crate::generator::server`] above all); this is where they meet shared memory, the lock,
+//! files and WAL.
 //!
 //! `sno_generate(meta)`: IDs made inside the database, never twice the same.
 //!
