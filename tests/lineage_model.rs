@@ -105,8 +105,10 @@
 //! by bursts of `sno.partition` changes ([`Ev::Burst`]): what leaves the table must stay
 //! known (refusals, draws, files and records).
 
+mod model;
+
 use proptest::prelude::*;
-use proptest::test_runner::{Config, TestCaseError, TestRunner};
+use proptest::test_runner::TestCaseError;
 use sno::generator::bound::{ticks, Persisted};
 use sno::generator::citus::Source;
 use sno::generator::cursor::{Cursor, Slice};
@@ -277,7 +279,7 @@ struct Stats {
     forecasts: u64,
 }
 
-impl Stats {
+impl model::Counters for Stats {
     /// Adds the counters of `o`.
     fn add(&mut self, o: &Stats) {
         self.cases += o.cases;
@@ -2428,38 +2430,13 @@ fn scenario() -> impl Strategy<Value = Scenario> {
 }
 
 /// The main property, over random cases (256; `SNO_MODEL_CASES` sets another number, and
-/// proptest's `PROPTEST_RNG_SEED` a fixed seed). The counters of the run are printed
-/// (`--nocapture`); `SNO_MODEL_TRACE=1` prints the events of the minimal failing case.
+/// proptest's `PROPTEST_RNG_SEED` a fixed seed: see [`model::property`]). The counters of the
+/// run are printed (`--nocapture`); `SNO_MODEL_TRACE=1` prints the events of the minimal
+/// failing case.
 #[test]
 fn no_id_is_ever_issued_twice_outside_the_documented_exclusion() {
-    let cases = std::env::var("SNO_MODEL_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(256);
-    let mut runner = TestRunner::new(Config {
-        cases,
-        failure_persistence: None,
-        max_shrink_iters: 20_000,
-        max_shrink_time: 120_000,
-        ..Config::default()
-    });
-    let totals = RefCell::new(Stats::default());
-    let result = runner.run(&scenario(), |sc| {
-        let stats = run(&sc, false)?;
-        totals.borrow_mut().add(&stats);
-        Ok(())
-    });
-    if let Err(e) = result {
-        if let proptest::test_runner::TestError::Fail(_, sc) = &e {
-            if std::env::var_os("SNO_MODEL_TRACE").is_some() {
-                let _ = run(sc, true);
-            }
-        }
-        panic!("{e}");
-    }
-    eprintln!("{:#?}", totals.borrow());
+    let t = model::property(256, scenario(), run);
     // The views' forecast was checked against real judgments, refusals among them.
-    let t = totals.borrow();
     assert!(t.forecasts > 0 && t.refused_inherited > 0, "{t:#?}");
 }
 
@@ -2505,11 +2482,7 @@ fn gen(s: u8, flush: bool) -> Ev {
 
 /// Runs a hand-written case; its counters. `SNO_MODEL_TRACE=1` prints its events.
 fn run_case(sc: &Scenario) -> Stats {
-    let trace = std::env::var_os("SNO_MODEL_TRACE").is_some();
-    match run(sc, trace) {
-        Ok(stats) => stats,
-        Err(e) => panic!("{e}"),
-    }
+    model::hand(sc, run)
 }
 
 // Regression tests: the minimal cases of the bugs this model found, now fixed.
