@@ -2,11 +2,16 @@
 //! rewound and upgraded servers) driven by random event orders and clocks, checking that
 //! `sno_generate` never hands out one ID twice.
 //!
-//! The model drives the crate's pure code ([`State`], [`Timeline`], [`Cursor`], the state file and
-//! WAL record formats) exactly the way the PostgreSQL glue does (`src/pg/generator/durable.rs`:
-//! `judge`, `persist`, `replay`, `settle`, `sno_generator_initialize`; `src/pg/generator/hot.rs`:
-//! `generate_slow`; `src/pg/shmem.rs`: `restore_state`, `start_timeline`; `src/pg/wal.rs`:
-//! `make_durable`). Each server has its lineage
+//! A running server's generator is the crate's own: its decisions are those of
+//! [`sno::generator::server`] (`judge`, `write`, `settle`, `generate_slow`), hosted in memory by
+//! the models' harness (`tests/model`: [`Side`] supplies the world's clocks, files, WAL and
+//! waits around the room's shared memory), and observed, not repeated: what each locked section
+//! judged and published is checked ([`World::judged`]), and every state file the room writes
+//! ([`World::put_file`]). Around the room the model follows the PostgreSQL glue with the crate's
+//! pure code ([`State`], [`Timeline`], the cursor, the state file and WAL record formats):
+//! `sno_generate`'s fast path (`src/pg/generator/hot.rs`), `replay` and
+//! `sno_generator_initialize` (`src/pg/generator/durable.rs`), `restore_state` and
+//! `start_timeline` (`src/pg/shmem.rs`). Each server has its lineage
 //! state, timeline and status in memory, a state file (real bytes from `state_file::encode`, read back
 //! with `state_file::decode`), a WAL (lineage records from `wal_record::encode`, decoded with
 //! `wal_record::decode` on replay, interleaved with data rows holding the IDs it issued), a WAL
@@ -36,7 +41,9 @@
 //!
 //! Events: IDs made on running primaries (several backends, with the glue's fast path on the shared
 //! cursor; the lineage record covering an ID is flushed when it is written, before the cursor
-//! serves what it covers, `wal::make_durable`), time passing,
+//! serves what it covers, `wal::make_durable`; another backend sometimes makes IDs while a write
+//! of the durable state is in flight, before its file, its record or its flush: [`Busy`]), time
+//! passing,
 //! clocks jumping forward or back by up to 6 s, streaming and cascading replication, checkpoints,
 //! clean and crash restarts (a crash loses unflushed WAL and replays the WAL after the last
 //! checkpoint), base backups (sometimes first started without sno preloaded, so only the inode
@@ -77,7 +84,10 @@
 //! refused as a copy ("wrong refusal", except after an older state file was put back: then its
 //! own WAL may name an incarnation the file does not know, and the refusal, whose HINT is a
 //! new partition, is the safe side); a copy run beside its original on the WAL timeline it was
-//! copied on never takes its original's explicit partition over as if promoted.
+//! copied on never takes its original's explicit partition over as if promoted; every state
+//! file the room writes puts the horizon `server::HORIZON_AHEAD` past the high-water mark, as
+//! the constant promises (a shorter one repeats no ID, but writes more often than the design
+//! says).
 //!
 //! After the main property: regression tests, the minimal cases of the bugs this model found
 //! and that are now fixed (a crash after the state file was lost; a copy of a freshly promoted
@@ -105,28 +115,29 @@
 //! by bursts of `sno.partition` changes ([`Ev::Burst`]): what leaves the table must stay
 //! known (refusals, draws, files and records).
 
+mod model;
+
 use proptest::prelude::*;
-use proptest::test_runner::{Config, TestCaseError, TestRunner};
-use sno::generator::bound::{ticks, Persisted};
+use proptest::test_runner::TestCaseError;
+use sno::generator::bound::ticks;
 use sno::generator::citus::Source;
-use sno::generator::cursor::{Cursor, Slice};
+use sno::generator::cursor::Slice;
 use sno::generator::forecast::{forecast, File, Inputs, Status as ViewStatus};
 use sno::generator::lineage::{start_timeline, Refusal, State, MAX_ENTRIES, UPGRADED};
 use sno::generator::partition::derived_partition;
+use sno::generator::server::{self, FileState, Host as _, Memory, SlowError, Wait, HORIZON_AHEAD};
 use sno::generator::state_file::{decode, encode};
-use sno::generator::timeline::{Grant, Timeline};
+use sno::generator::timeline::Timeline;
 use sno::generator::wal_record;
 use sno::id::layout::{Sno, MAX_UNITS};
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::rc::Rc;
 
-/// How far past the high-water mark the glue writes its horizon (`HORIZON_AHEAD`, 2 s).
-const AHEAD: u64 = 500;
-/// When the glue renews the horizon (`HORIZON_MARGIN`, 1 s).
-const MARGIN: u64 = 250;
 /// `sno.max_clock_wait` (10 s) in 4 ms units.
 const MAX_WAIT: u64 = 2_500;
+/// `sno.idle_horizon` (60 s) in 4 ms units: the worker's idle lease.
+const IDLE_HORIZON: u64 = 15_000;
 /// Backends per server.
 const BACKENDS: usize = 2;
 /// Explicit partitions are below this, derived ones at or above it.
@@ -153,8 +164,15 @@ enum Mode {
 #[derive(Clone, Debug)]
 enum Ev {
     /// Backend `b` of a running primary makes `n` IDs; `flush`: the transaction commits with
-    /// its WAL flushed (else `synchronous_commit = off`).
-    Gen { s: u8, b: u8, n: u8, flush: bool },
+    /// its WAL flushed (else `synchronous_commit = off`); `busy`: another backend makes IDs
+    /// during the first write of the durable state.
+    Gen {
+        s: u8,
+        b: u8,
+        n: u8,
+        flush: bool,
+        busy: Option<Busy>,
+    },
     /// Time passes (every clock moves).
     Time { d: u16 },
     /// One server's clock is set forward or back.
@@ -216,8 +234,28 @@ enum Ev {
     Burst { s: u8, n: u8 },
     /// A server is stopped for good.
     Retire { s: u8 },
-    /// The `sno lineage` background worker's pass (at start, at a reload, once a second).
-    Settle { s: u8 },
+    /// The `sno lineage` background worker's pass (at start, at a reload, once a second);
+    /// `busy`: a backend makes IDs during its write of the durable state.
+    Settle { s: u8, busy: Option<Busy> },
+}
+
+/// A backend making IDs while a write of the durable state is in flight (the writer lock held,
+/// not the lock): before the write's step `at`, `1 + n % 4` IDs (or fewer: it cannot write).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Busy {
+    at: Step,
+    n: u8,
+}
+
+/// The steps of the room's write of the durable state (`server::write`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Step {
+    /// The state file.
+    File,
+    /// Its WAL record.
+    Record,
+    /// The flush of that record.
+    Flush,
 }
 
 /// One case: a mode, a seed for the random numbers the code draws, and events.
@@ -275,9 +313,11 @@ struct Stats {
     dups_unrecorded: u64,
     /// Judgments whose outcome the views' forecast told first (and was checked against).
     forecasts: u64,
+    /// IDs made by a backend while another call's write of the durable state was in flight.
+    ids_during_writes: u64,
 }
 
-impl Stats {
+impl model::Counters for Stats {
     /// Adds the counters of `o`.
     fn add(&mut self, o: &Stats) {
         self.cases += o.cases;
@@ -305,6 +345,7 @@ impl Stats {
         self.adopted_mine += o.adopted_mine;
         self.deferred_refusals += o.deferred_refusals;
         self.forecasts += o.forecasts;
+        self.ids_during_writes += o.ids_during_writes;
         self.start_timeline_moved += o.start_timeline_moved;
         self.foreign_clones_skipped += o.foreign_clones_skipped;
         self.stale_refusals += o.stale_refusals;
@@ -392,20 +433,14 @@ struct DirFile {
     stale_of: Option<usize>,
 }
 
-/// The glue's `STATE_*`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Status {
-    Ready,
-    Missing,
-    Broken,
-}
-
 /// Why no ID was made.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Refused {
     Inherited(u16),
-    State(Status),
+    State(FileState),
     Clock,
+    /// A call interleaved with a write ([`Busy`]) would wait for the writer lock.
+    Busy,
 }
 
 /// How a partition is being used: explicitly or not, and under which claim.
@@ -415,30 +450,19 @@ struct Use {
     claim: Option<usize>,
 }
 
-/// One backend: the partition it read under the lock, and the epoch it read it in (the
-/// glue's `Backend`; its fast path takes from the shared cursor only while the epoch holds).
-#[derive(Clone, Copy, Debug, Default)]
-struct Backend {
-    partition: u16,
-    use_: Use,
-    epoch: u64,
-}
+/// One backend (the glue's `Backend`): the partition it read under the lock and the epoch it
+/// read it in (its fast path takes from the shared cursor only while the epoch holds), and how
+/// that partition is being used.
+type Backend = model::Session<Use>;
 
-/// The shared memory of a running server (`Shared` and `Guarded` in the glue) and what it
-/// knows.
+/// The memory of a running server: its shared memory (the glue's `Shared` and the `Memory`
+/// under its lock, the room's), and what the model knows of it.
 #[derive(Clone, Debug)]
 struct Mem {
-    st: State,
-    tl: Timeline,
-    /// The shared cursor (`Shared::cursor`).
-    cursor: Cursor,
-    /// Bumped whenever the judged partition or the timeline may have changed under the
-    /// backends (`Shared::epoch`); starts above every backend's.
-    epoch: u64,
-    status: Status,
-    judged: (u32, i32),
-    dirty: bool,
-    partition: u16,
+    /// The room's memory, the lock, the cursor, the epoch, the published partition, the file
+    /// state, the end of the last lineage record (`Shared::lineage_lsn`).
+    sh: Rc<model::Shared>,
+    /// How the partition the last judgment published is being used.
     cur: Use,
     backends: [Backend; BACKENDS],
     know: Know,
@@ -449,20 +473,38 @@ struct Mem {
 impl Mem {
     /// Shared memory as the postmaster initialises it.
     fn new(sysid: u64) -> Mem {
+        Mem::with(
+            Memory {
+                timeline: Timeline::default(),
+                units_opened: 0,
+                lineage: State::fresh(sysid, 0, 0, 0),
+                judged: (u32::MAX, -1),
+                dirty: false,
+            },
+            FileState::Missing,
+            Know::default(),
+        )
+    }
+
+    /// Shared memory holding `memory`, with the durable state `file`, knowing `know`.
+    fn with(memory: Memory, file: FileState, know: Know) -> Mem {
         Mem {
-            st: State::fresh(sysid, 0, 0, 0),
-            tl: Timeline::default(),
-            cursor: Cursor::default(),
-            epoch: 1,
-            status: Status::Missing,
-            judged: (u32::MAX, -1),
-            dirty: false,
-            partition: 0,
+            sh: Rc::new(model::Shared::new(memory, file)),
             cur: Use::default(),
             backends: [Backend::default(); BACKENDS],
-            know: Know::default(),
+            know,
             live: None,
         }
+    }
+
+    /// The lineage state in memory.
+    fn st(&self) -> State {
+        self.sh.lineage()
+    }
+
+    /// Whether the durable state can be used.
+    fn status(&self) -> FileState {
+        self.sh.file.get()
     }
 }
 
@@ -553,8 +595,8 @@ struct Server {
     older_file: bool,
     /// The last record the running memory wrote.
     last_rec: Option<u64>,
-    /// The end of that record in its WAL (`Shared::lineage_lsn`), 0 before it wrote one.
-    rec_end: usize,
+    /// The units opened when the `sno lineage` worker last looked (its `opened`).
+    worker_opened: u64,
     /// Everything this data directory's memory ever knew.
     high: Know,
     own_claims: HashMap<u16, usize>,
@@ -703,6 +745,8 @@ struct World {
     stats: Stats,
     failure: Option<String>,
     trace: bool,
+    /// The current event's [`Busy`], until a write uses it.
+    busy: Option<Busy>,
 }
 
 impl World {
@@ -730,6 +774,7 @@ impl World {
             stats: Stats::default(),
             failure: None,
             trace,
+            busy: None,
         };
         for _ in 0..clusters.max(1) {
             let sysid = w.draw.u64() | 1;
@@ -815,7 +860,7 @@ impl World {
             unrecorded: None,
             older_file: false,
             last_rec: None,
-            rec_end: 0,
+            worker_opened: 0,
             high: Know::default(),
             own_claims: HashMap::new(),
             parents: Vec::new(),
@@ -834,8 +879,8 @@ impl World {
             },
             s.tli,
             s.configured,
-            s.mem.status,
-            s.mem.st.incarnation,
+            s.mem.status(),
+            s.mem.st().incarnation,
             s.running,
             s.retired
         )
@@ -994,9 +1039,9 @@ impl World {
             s.archive = s.upstream.is_some();
             (seen, start_tli)
         };
-        let mut mem = Mem::new(sysid);
+        let mut know = Know::default();
         let mut write = None;
-        match self.servers[x].file.clone() {
+        let (st, tl, status) = match self.servers[x].file.clone() {
             Some(f) => match decode(&f.bytes) {
                 Ok(mut st) => {
                     let Some(ver) = f.ver.clone() else {
@@ -1009,10 +1054,10 @@ impl World {
                         self.fail(format!("server {x}: the state file reads back differently"));
                     }
                     let read = st;
-                    mem.know = ver.know.clone();
+                    know = ver.know.clone();
                     if let Some(z) = f.stale_of {
                         let lost = self.lost_with(x, z, &ver.know);
-                        mem.know.union(&lost);
+                        know.union(&lost);
                     }
                     let targets = derived_targets(&st);
                     let inc = self.draw.incarnation(sysid, &targets);
@@ -1027,24 +1072,32 @@ impl World {
                     }
                     // (The configured partition is noted here only for sno 0.1.0 files, which
                     // the model never writes.)
-                    mem.tl = Timeline::restore(st.me, Slice::FULL);
-                    mem.st = st;
-                    mem.status = Status::Ready;
                     // As the glue: compared with the file as read.
                     if st != read {
                         write = Some(st);
                     }
+                    (st, Timeline::restore(st.me, Slice::FULL), FileState::Ready)
                 }
                 Err(_) => {
-                    mem.st = State::fresh(sysid, self.draw.incarnation(sysid, &[]), 0, inode);
-                    mem.status = Status::Broken;
+                    let inc = self.draw.incarnation(sysid, &[]);
+                    let st = State::fresh(sysid, inc, 0, inode);
+                    (st, Timeline::default(), FileState::Broken)
                 }
             },
             None => {
-                mem.st = State::fresh(sysid, self.draw.incarnation(sysid, &[]), 0, inode);
-                mem.status = Status::Missing;
+                let inc = self.draw.incarnation(sysid, &[]);
+                let st = State::fresh(sysid, inc, 0, inode);
+                (st, Timeline::default(), FileState::Missing)
             }
-        }
+        };
+        let memory = Memory {
+            timeline: tl,
+            units_opened: 0,
+            lineage: st,
+            judged: (u32::MAX, -1),
+            dirty: false,
+        };
+        let mem = Mem::with(memory, status, know);
         self.note(|| format!("start {x} knows {:?}", mem.know));
         // What this memory makes is a new stream: knowing its rows says nothing of the rows
         // an earlier memory made and this one may have forgotten.
@@ -1055,11 +1108,10 @@ impl World {
         let s = &mut self.servers[x];
         s.stream = self.next_stream;
         s.last_rec = None;
-        s.rec_end = 0;
+        s.worker_opened = 0;
         s.high.union(&mem.know);
         s.mem = mem;
         s.running = true;
-        let st = s.mem.st;
         self.note(|| {
             format!(
                 "start {x}: incarnation {} timeline {} copied {}",
@@ -1079,114 +1131,168 @@ impl World {
         }
     }
 
-    /// The glue's `judge`.
+    /// Runs `f` with server `x` as the room's host ([`Side`]), for `call`.
+    fn host<R>(&mut self, x: usize, call: Call, f: impl FnOnce(&LinHost<'_, '_>) -> R) -> R {
+        let sh = self.servers[x].mem.sh.clone();
+        let h = model::Host {
+            shared: &sh,
+            model: Side {
+                w: RefCell::new(self),
+                x,
+                call,
+                pre: RefCell::new(None),
+                file: Cell::new(FileState::Ready),
+            },
+        };
+        f(&h)
+    }
+
+    /// The lineage's judgment ([`server::judge`], under the lock), as `sno_generator_initialize`
+    /// and a burst make it (`sno_generate` and the worker judge inside the room's calls);
+    /// checked as every judgment is ([`World::judged`]).
     fn judge(&mut self, x: usize, take_over: bool) -> Result<(), Refused> {
-        let configured = self.servers[x].configured;
-        {
-            let m = &mut self.servers[x].mem;
-            if m.status != Status::Ready {
-                if configured.is_some() {
-                    return Err(Refused::State(m.status));
-                }
-                m.status = Status::Ready;
-                m.dirty = true;
-                m.judged = (u32::MAX, -1);
+        let tli = self.servers[x].tli;
+        let call = Call {
+            take_over,
+            ..Call::default()
+        };
+        let judged = self.host(x, call, |h| {
+            h.locked(|m| server::judge(h, m, tli, take_over))
+        });
+        judged.map_err(|e| self.refused(x, e))
+    }
+
+    /// Why the room made no ID.
+    fn refused(&mut self, x: usize, e: SlowError) -> Refused {
+        match e {
+            SlowError::State(file) => Refused::State(file),
+            SlowError::Refused(Refusal::Inherited(p)) => Refused::Inherited(p),
+            SlowError::Refused(r) => unreachable!("no Citus group in this model: {r:?}"),
+            SlowError::GaveUp { .. } => Refused::Clock,
+            SlowError::Write(e) if e.kind() == std::io::ErrorKind::WouldBlock => Refused::Busy,
+            e => {
+                let msg = format!("{}: {e:?}", self.describe(x));
+                self.fail(msg);
+                Refused::Clock
             }
         }
+    }
+
+    /// What a judgment of the room decided, seen in a locked section `sec` of server `x`
+    /// (its lineage `pre` and its file state `file` as the section began; `take_over`:
+    /// `sno_generator_initialize(take_over)`'s): checked against what the views told before
+    /// (`forecast`), and recorded as a claim on an explicit partition; a copy on the WAL
+    /// timeline it was copied on must not take its original's partition over.
+    ///
+    /// The outcome is what the section did: a partition published is a judgment that went on
+    /// (a takeover is noted); nothing published, with the memory judged for this WAL timeline
+    /// and source, a judgment with nothing new; else a refusal: for want of the durable state
+    /// (a file not usable and an explicit partition), or the Inherited refusal of the explicit
+    /// partition (the only other refusal a server of this model can get: no Citus, no reserved
+    /// partition).
+    fn judged(
+        &mut self,
+        x: usize,
+        pre: &State,
+        file: FileState,
+        sec: &model::Section,
+        take_over: bool,
+    ) {
+        let configured = self.servers[x].configured;
+        if sec.published.is_none() && file != FileState::Ready && configured.is_some() {
+            // Refused for want of the durable state, before any judgment.
+            return;
+        }
         let (tli, sysid) = (self.servers[x].tli, self.servers[x].sysid);
-        let key = (tli, configured.map_or(-1, i32::from));
-        let pre = self.servers[x].mem.st;
+        let source = configured.map_or(Source::Derived, Source::Explicit);
         // What the views tell of the next ID, told before it is made (the glue's monitor.rs):
-        // checked against what the judgment then does.
+        // checked against what the judgment then did.
         let told = forecast(
             Inputs {
                 recovery: false,
                 file: File::Ready,
                 citus_loaded: false,
-                source: configured.map_or(Source::Derived, Source::Explicit),
+                source,
                 disagreement: false,
                 parallel_unread: false,
                 timeline: tli,
                 clock_in_range: true,
             },
-            pre,
+            *pre,
         );
-        if self.servers[x].mem.judged == key && !pre.copied && !take_over {
-            if told.partition != Some(self.servers[x].mem.partition) {
-                let msg = format!(
-                    "{}: the views told {told:?}, the generator uses partition {}",
-                    self.describe(x),
-                    self.servers[x].mem.partition
-                );
-                self.fail(msg);
+        let sh = self.servers[x].mem.sh.clone();
+        let outcome = match (sec.published, configured) {
+            (Some((p, _)), _) => Ok(p),
+            (None, _) if sh.read(|m| m.judged) == (tli, server::source_key(source)) => {
+                // Judged before for this WAL timeline and source: the partition in use.
+                if told.partition != Some(sh.partition.get()) {
+                    let msg = format!(
+                        "{}: the views told {told:?}, the generator uses partition {}",
+                        self.describe(x),
+                        sh.partition.get()
+                    );
+                    self.fail(msg);
+                }
+                return;
             }
-            return Ok(());
-        }
+            (None, Some(p)) => Err(Refusal::Inherited(p)),
+            (None, None) => {
+                let msg = format!("{}: a derived partition was refused", self.describe(x));
+                self.fail(msg);
+                return;
+            }
+        };
         if !take_over {
             self.stats.forecasts += 1;
         }
-        let targets = derived_targets(&pre);
-        let mut st = pre;
-        let draw = &mut self.draw;
-        let judged = st.judge(tli, configured, take_over, || {
-            draw.incarnation(sysid, &targets)
-        });
-        let agrees = match (&judged, told.status, told.partition) {
+        let agrees = match (&outcome, told.status, told.partition) {
             _ if take_over => true,
             (Err(r), status, None) => status == ViewStatus::of_refusal(*r),
             (Ok(_), ViewStatus::Ready, None) => configured.is_none(),
-            (Ok(j), ViewStatus::Ready, Some(p)) => j.partition == p,
+            (Ok(j), ViewStatus::Ready, Some(p)) => *j == p,
             _ => false,
         };
         if !agrees {
             let msg = format!(
-                "{}: the views told {told:?}, the judgment gave {judged:?}",
+                "{}: the views told {told:?}, the judgment gave {outcome:?}",
                 self.describe(x)
             );
             self.fail(msg);
         }
-        match judged {
-            Err(Refusal::Inherited(p)) => Err(Refused::Inherited(p)),
-            Err(r) => unreachable!("no Citus group in this model: {r:?}"),
-            Ok(j) => {
-                let cur = match configured {
-                    Some(p) => Use {
-                        explicit: true,
-                        claim: Some(self.claim(x, p, &pre)),
-                    },
-                    None => Use::default(),
-                };
-                if j.took_over {
-                    self.stats.takeovers += 1;
-                }
-                let beside = configured.is_some()
-                    && !take_over
-                    && self.servers[x].copied_on == Some((sysid, tli));
-                if beside && j.took_over {
-                    // A copy on the WAL timeline it was copied on was not promoted: it may not
-                    // take its original's partition over (a new incarnation alone is harmless).
-                    let msg = format!(
-                        "{} was judged as promoted on the WAL timeline it was copied on ({j:?}; state before: timeline {}, copied {})",
-                        self.describe(x),
-                        pre.timeline,
-                        pre.copied
-                    );
-                    self.fail(msg);
-                }
-                self.note(|| format!("judge {x}: {j:?} incarnation {}", st.incarnation));
-                let m = &mut self.servers[x].mem;
-                // As the glue's `judge`: the cursor closed (absorb) and the epoch bumped, so
-                // no backend goes on with what it read before.
-                m.tl.absorb(j.absorb, &m.cursor);
-                m.epoch += 1;
-                m.dirty |= j.changed;
-                m.st = st;
-                m.partition = j.partition;
-                m.judged = key;
-                m.cur = cur;
-                Ok(())
-            }
+        let Ok(partition) = outcome else {
+            return;
+        };
+        let cur = match configured {
+            Some(p) => Use {
+                explicit: true,
+                claim: Some(self.claim(x, p, pre)),
+            },
+            None => Use::default(),
+        };
+        let took_over = sec.took_over.is_some();
+        if took_over {
+            self.stats.takeovers += 1;
         }
+        let beside =
+            configured.is_some() && !take_over && self.servers[x].copied_on == Some((sysid, tli));
+        if beside && took_over {
+            // A copy on the WAL timeline it was copied on was not promoted: it may not
+            // take its original's partition over (a new incarnation alone is harmless).
+            let msg = format!(
+                "{} was judged as promoted on the WAL timeline it was copied on (took partition {partition} over; state before: timeline {}, copied {})",
+                self.describe(x),
+                pre.timeline,
+                pre.copied
+            );
+            self.fail(msg);
+        }
+        let incarnation = sh.read(|m| m.lineage.incarnation);
+        self.note(|| {
+            format!(
+                "judge {x}: partition {partition}, took over {took_over}, incarnation {incarnation}"
+            )
+        });
+        self.servers[x].mem.cur = cur;
     }
 
     /// The claim under which server `x` now uses explicit partition `p`, judged on state
@@ -1258,36 +1364,65 @@ impl World {
         upgraded_from(a, b) || upgraded_from(b, a)
     }
 
-    /// The glue's `settle` (the background worker): judges and writes the state if it is usable
-    /// and changed; a refusal is only logged.
+    /// The `sno lineage` worker's pass (the glue's `settle`, [`server::settle`]): judges, and
+    /// writes what is due (a changed lineage, a renewal of the horizon, the idle lease). Not
+    /// without a usable state; a refusal is only logged.
     fn settle(&mut self, x: usize) {
-        if self.servers[x].mem.status != Status::Ready {
+        if self.servers[x].mem.status() != FileState::Ready {
             return;
         }
-        if self.judge(x, false).is_ok() && self.servers[x].mem.dirty {
-            self.persist(x);
-        } else if self.servers[x].mem.tl.due(AHEAD, MARGIN).is_some() {
-            // The worker's renewal of the horizon (`renew`), ahead of need.
-            self.persist(x);
+        let tli = self.servers[x].tli;
+        let mut opened = self.servers[x].worker_opened;
+        let written = self.host(x, Call::default(), |h| {
+            server::settle(h, tli, &mut opened, IDLE_HORIZON, |write| write())
+        });
+        self.servers[x].worker_opened = opened;
+        if let Err(e) = written {
+            let msg = format!("{}: the worker could not write: {e}", self.describe(x));
+            self.fail(msg);
         }
     }
 
-    /// The glue's `persist`: the state file, then a WAL record.
-    fn persist(&mut self, x: usize) {
-        let (st, p, tli) = {
-            let s = &self.servers[x];
-            let tl = &s.mem.tl;
-            let p = tl.due(AHEAD, MARGIN).unwrap_or(Persisted {
-                horizon: tl.horizon.max(tl.hi.saturating_add(AHEAD).min(MAX_UNITS)),
-                safe: tl.safe,
-                drifts: tl.drifts,
-            });
-            let mut st = s.mem.st;
-            st.written(p);
-            (st, p, s.tli)
-        };
-        self.write_file(x, st);
-        let rec = wal_record::encode(&st, tli);
+    /// Writes the durable state if the lineage changed ([`server::write`]), as
+    /// `sno_generator_initialize` does after its judgment.
+    fn write_dirty(&mut self, x: usize) {
+        let tli = self.servers[x].tli;
+        let written = self.host(x, Call::default(), |h| {
+            server::write(h, tli, |m| {
+                m.dirty.then(|| (server::next_durable(&m.timeline), false))
+            })
+        });
+        if let Err(e) = written {
+            let msg = format!("{}: could not write: {e}", self.describe(x));
+            self.fail(msg);
+        }
+    }
+
+    /// The room's state file (`put_file`): written from memory, it covers what the memory
+    /// knows and makes next. Checked first: it puts the horizon [`HORIZON_AHEAD`] past the
+    /// high-water mark (or at the format's end), as the constant promises.
+    fn put_file(&mut self, x: usize, st: &State, call: Call) {
+        let (hi, tick) = self.servers[x]
+            .mem
+            .sh
+            .read(|m| (m.timeline.hi, m.timeline.tick()));
+        let want = hi.saturating_add(HORIZON_AHEAD).min(MAX_UNITS);
+        if ticks(&st.me)[tick as usize & 1] < want as i64 {
+            let msg = format!(
+                "{}: a state file written with the horizon {:?}, less than {HORIZON_AHEAD} past the high-water mark {hi}",
+                self.describe(x),
+                st.me
+            );
+            self.fail(msg);
+        }
+        self.interleave(x, Step::File, call);
+        self.write_file(x, *st);
+    }
+
+    /// The room's lineage record (`log_record`), appended to WAL: its end.
+    fn log_record(&mut self, x: usize, st: &State, tli: u32, call: Call) -> u64 {
+        self.interleave(x, Step::Record, call);
+        let rec = wal_record::encode(st, tli);
         match wal_record::decode(&rec).ok() {
             Some(r) if r.incarnation == st.incarnation && r.bound == st.me && r.timeline == tli => {
             }
@@ -1304,15 +1439,34 @@ impl World {
         // The file just written holds what the record says.
         self.learn(x, stream, serial);
         self.servers[x].last_rec = Some(serial);
-        self.servers[x].rec_end = self.servers[x].wal.len();
-        // `wal::make_durable`: the record is flushed before anything it covers is handed out.
-        let s = &mut self.servers[x];
-        s.flushed = s.flushed.max(s.rec_end);
-        let m = &mut self.servers[x].mem;
-        m.st = st;
-        m.tl.written(p);
-        m.dirty = false;
         self.stats.writes += 1;
+        self.servers[x].wal.len() as u64
+    }
+
+    /// The room's flush of WAL up to `lsn` (the record is flushed before anything it covers
+    /// is handed out).
+    fn flush(&mut self, x: usize, lsn: u64, call: Call) {
+        self.interleave(x, Step::Flush, call);
+        let s = &mut self.servers[x];
+        s.flushed = s.flushed.max(lsn as usize);
+    }
+
+    /// [`Busy`]: another backend's IDs while a write of the durable state is in flight, before
+    /// its step `at` (the writer lock is held, not the lock: the other backend's slow path may
+    /// open the cursor on what the timeline says is covered, and cannot write).
+    fn interleave(&mut self, x: usize, at: Step, call: Call) {
+        let Some(busy) = self.busy.filter(|b| b.at == at && !call.nested) else {
+            return;
+        };
+        self.busy = None;
+        let b = call.backend.map_or(busy.n as usize, |b| b + 1) % BACKENDS;
+        self.note(|| format!("busy {x}: backend {b} during the write, before {at:?}"));
+        for _ in 0..=busy.n % 4 {
+            match self.gen_one(x, b, true) {
+                Ok(()) => self.stats.ids_during_writes += 1,
+                Err(_) => break,
+            }
+        }
     }
 
     /// The glue's `replay` (redo of a lineage record): the state file is written (and a
@@ -1323,19 +1477,25 @@ impl World {
             self.fail("an invalid record in WAL".to_string());
             return;
         };
-        let m = &mut self.servers[x].mem;
-        let mut st = m.st;
-        st.replay(rec.incarnation, rec.timeline, &rec.partitions, rec.bound);
-        if rec.incarnation == st.incarnation {
-            m.tl.absorb(rec.bound, &m.cursor);
-            m.epoch += 1;
+        let sh = self.servers[x].mem.sh.clone();
+        let (st, own) = sh.update(|m| {
+            let mut st = m.lineage;
+            st.replay(rec.incarnation, rec.timeline, &rec.partitions, rec.bound);
+            let own = rec.incarnation == st.incarnation;
+            if own {
+                m.timeline.absorb(rec.bound, &sh.cursor);
+            }
+            m.lineage = st;
+            (st, own)
+        });
+        if own {
+            sh.new_epoch();
         }
-        let status = m.status;
-        m.st = st;
+        let status = sh.file.get();
         let archive = self.servers[x].archive;
-        if status == Status::Ready || (status == Status::Missing && archive) {
+        if status == FileState::Ready || (status == FileState::Missing && archive) {
             self.write_file(x, st);
-            self.servers[x].mem.status = Status::Ready;
+            sh.file.set(FileState::Ready);
         } else {
             self.stats.learnt_in_memory += 1;
         }
@@ -1396,56 +1556,51 @@ impl World {
         true
     }
 
-    /// One ID from backend `b`: the fast path, or the glue's `generate_slow`.
-    fn gen_one(&mut self, x: usize, b: usize) -> Result<(), Refused> {
+    /// One ID from backend `b`: the glue's fast path (`hot.rs`: the shared cursor, while the
+    /// epoch holds), else the room's slow path ([`server::generate_slow`]). `nested`: a call
+    /// interleaved with another's write ([`Busy`]), which cannot write.
+    fn gen_one(&mut self, x: usize, b: usize, nested: bool) -> Result<(), Refused> {
         let now = self.clock(x);
         {
             let m = &self.servers[x].mem;
-            if let Some((u, t, q)) = m.cursor.take(now) {
-                if m.epoch == m.backends[b].epoch {
+            if let Some((u, t, q)) = m.sh.cursor.take(now) {
+                if m.sh.epoch.get() == m.backends[b].epoch {
                     self.issue(x, b, u, t, q);
                     return Ok(());
                 }
             }
         }
-        let mut waited = 0;
-        loop {
-            self.judge(x, false)?;
-            let now = self.clock(x);
-            let grant = {
-                let m = &mut self.servers[x].mem;
-                let dirty = m.dirty;
-                m.tl.advance(&m.cursor, now, dirty)
+        let tli = self.servers[x].tli;
+        let mut session = self.servers[x].mem.backends[b];
+        let call = Call {
+            backend: Some(b),
+            nested,
+            ..Call::default()
+        };
+        let made = self.host(x, call, |h| {
+            // The writer lock: held by the write this call is interleaved with.
+            let write_now = || {
+                if nested {
+                    return Err(std::io::Error::new(
+                        std::io::ErrorKind::WouldBlock,
+                        "the writer lock is held",
+                    ));
+                }
+                server::write(h, tli, server::needed_now)
             };
-            match grant {
-                // `persist` flushes the lineage record before the cursor may serve what it
-                // covers (`wal::make_durable`).
-                Grant::Write { .. } => self.persist(x),
-                Grant::Open { .. } => {
-                    let m = &mut self.servers[x].mem;
-                    let (partition, cur, epoch) = (m.partition, m.cur, m.epoch);
-                    let bk = &mut m.backends[b];
-                    bk.partition = partition;
-                    bk.use_ = cur;
-                    bk.epoch = epoch;
-                    // Another backend may use the unit up in between: then the slow path again.
-                    if let Some((u, t, q)) = m.cursor.take(now) {
-                        self.issue(x, b, u, t, q);
-                        return Ok(());
-                    }
-                }
-                Grant::FullUnit { until } | Grant::ClockBehind { until } => {
-                    if until <= now {
-                        self.fail(format!("server {x}: told to wait for {until} at {now}"));
-                        return Err(Refused::Clock);
-                    }
-                    waited += until - now;
-                    if waited > MAX_WAIT {
-                        return Err(Refused::Clock);
-                    }
-                    self.now += until - now;
-                }
+            let mut bk = model::Entering {
+                session: &mut session,
+                tag: || h.model.cur(),
+            };
+            server::generate_slow(h, &mut bk, tli, &write_now)
+        });
+        self.servers[x].mem.backends[b] = session;
+        match made {
+            Ok((unit, tick, _, seq)) => {
+                self.issue(x, b, unit, tick, seq);
+                Ok(())
             }
+            Err(e) => Err(self.refused(x, e)),
         }
     }
 
@@ -1454,7 +1609,7 @@ impl World {
         let (partition, use_, stream) = {
             let s = &self.servers[x];
             let bk = &s.mem.backends[b];
-            (bk.partition, bk.use_, s.stream)
+            (bk.partition, bk.tag, s.stream)
         };
         let id = Sno::new(unit, tick, 0, partition, seq);
         let covered = self.servers[x]
@@ -1556,16 +1711,17 @@ impl World {
 
     /// The glue's `sno_generator_initialize(force, take_over)` on a running primary.
     fn initialize(&mut self, x: usize, force: bool, take_over: bool) -> Result<(), Refused> {
-        let status = self.servers[x].mem.status;
+        let sh = self.servers[x].mem.sh.clone();
+        let status = sh.file.get();
         let file = self.servers[x].file.clone();
         let read = file.map(|f| (decode(&f.bytes), f));
         match (status, read) {
-            (Status::Ready, Some((Ok(_), _))) => {}
-            (Status::Ready, _) => self.servers[x].mem.dirty = true,
+            (FileState::Ready, Some((Ok(_), _))) => {}
+            (FileState::Ready, _) => sh.update(|m| m.dirty = true),
             (_, Some((Ok(mut f), df))) => {
                 let Some(ver) = df.ver.clone() else {
                     self.fail(format!("server {x}: a corrupt state file was read"));
-                    return Err(Refused::State(Status::Broken));
+                    return Err(Refused::State(FileState::Broken));
                 };
                 self.older_put_back(x, &df);
                 let ver = ver.borrow();
@@ -1585,19 +1741,21 @@ impl World {
                 // What WAL replay taught the memory: a partition the file says is this
                 // server's stays its own (crash recovery replayed its own records).
                 // (`State::learn`: the entries, and what left the memory's table.)
-                let s = &mut self.servers[x];
-                let adopted_mine = f.learn(&s.mem.st);
+                let adopted_mine = sh.update(|m| {
+                    let adopted_mine = f.learn(&m.lineage);
+                    m.timeline.close(&sh.cursor);
+                    let mut tl = Timeline::restore(f.me, Slice::FULL);
+                    tl.absorb(m.timeline.durable(), &sh.cursor);
+                    m.timeline = tl;
+                    m.lineage = f;
+                    m.judged = (u32::MAX, -1);
+                    m.dirty = true;
+                    adopted_mine
+                });
                 self.stats.adopted_mine += adopted_mine as u64;
+                sh.new_epoch();
+                sh.file.set(FileState::Ready);
                 let s = &mut self.servers[x];
-                s.mem.tl.close(&s.mem.cursor);
-                s.mem.epoch += 1;
-                let mut tl = Timeline::restore(f.me, Slice::FULL);
-                tl.absorb(s.mem.tl.durable(), &s.mem.cursor);
-                s.mem.tl = tl;
-                s.mem.st = f;
-                s.mem.judged = (u32::MAX, -1);
-                s.mem.dirty = true;
-                s.mem.status = Status::Ready;
                 s.mem.know.union(&ver.know);
                 if let Some(z) = df.stale_of {
                     let lost = self.lost_with(x, z, &ver.know);
@@ -1608,17 +1766,15 @@ impl World {
                 s.high.union(&k);
             }
             (_, None) => {
-                let m = &mut self.servers[x].mem;
-                m.dirty = true;
-                m.status = Status::Ready;
+                sh.update(|m| m.dirty = true);
+                sh.file.set(FileState::Ready);
             }
             (_, Some((Err(_), _))) => {
                 if !force {
-                    return Err(Refused::State(Status::Broken));
+                    return Err(Refused::State(FileState::Broken));
                 }
-                let m = &mut self.servers[x].mem;
-                m.dirty = true;
-                m.status = Status::Ready;
+                sh.update(|m| m.dirty = true);
+                sh.file.set(FileState::Ready);
             }
         }
         // Judged now (a copy taken right after must know the configured partition); an
@@ -1629,9 +1785,7 @@ impl World {
             Err(Refused::Inherited(_)) => self.stats.deferred_refusals += 1,
             Err(r) => return Err(r),
         }
-        if self.servers[x].mem.dirty {
-            self.persist(x);
-        }
+        self.write_dirty(x);
         Ok(())
     }
 
@@ -1694,6 +1848,7 @@ impl World {
         self.note(|| format!("refused {x}: {r:?}"));
         match r {
             Refused::Clock => self.stats.refused_clock += 1,
+            Refused::Busy => self.fail(format!("server {x}: a call waited for its own write")),
             Refused::Inherited(p) => {
                 self.stats.refused_inherited += 1;
                 let others: Vec<usize> = self
@@ -1735,9 +1890,9 @@ impl World {
             }
             Refused::State(status) => {
                 match status {
-                    Status::Missing => self.stats.refused_missing += 1,
-                    Status::Broken => self.stats.refused_broken += 1,
-                    Status::Ready => self.fail(format!("server {x}: refused while ready")),
+                    FileState::Missing => self.stats.refused_missing += 1,
+                    FileState::Broken => self.stats.refused_broken += 1,
+                    FileState::Ready => self.fail(format!("server {x}: refused while ready")),
                 }
                 if let Some(f) = self.servers[x].last_good.clone() {
                     self.put_back(x, f);
@@ -1747,7 +1902,7 @@ impl World {
                 } else {
                     let p = self.never_used();
                     self.configure(x, Some(p));
-                    if let Err(r) = self.initialize(x, status == Status::Broken, false) {
+                    if let Err(r) = self.initialize(x, status == FileState::Broken, false) {
                         self.fail(format!("server {x}: initialize failed: {r:?}"));
                     }
                 }
@@ -1759,7 +1914,7 @@ impl World {
     fn generate(&mut self, x: usize, b: usize, n: usize, flush: bool) {
         let (mut made, mut answered) = (0, 0);
         while made < n && self.failure.is_none() {
-            match self.gen_one(x, b) {
+            match self.gen_one(x, b, false) {
                 Ok(()) => made += 1,
                 Err(r) => {
                     self.answer(x, r);
@@ -1927,9 +2082,17 @@ impl World {
     fn event(&mut self, ev: &Ev) {
         self.note(|| format!("{ev:?}"));
         match *ev {
-            Ev::Gen { s, b, n, flush } => {
+            Ev::Gen {
+                s,
+                b,
+                n,
+                flush,
+                busy,
+            } => {
                 if let Some(x) = self.pick(s, |v| v.running && v.upstream.is_none()) {
+                    self.busy = busy;
                     self.generate(x, b as usize % BACKENDS, 1 + n as usize % 8, flush);
+                    self.busy = None;
                 }
             }
             Ev::Time { d } => self.now += u64::from(d),
@@ -2077,11 +2240,11 @@ impl World {
             Ev::PutBack { s, older } => self.put_back_event(s, older),
             Ev::Initialize { s, force } => {
                 if let Some(x) = self.pick(s, |v| v.running && v.upstream.is_none()) {
-                    let m = &self.servers[x].mem;
-                    if m.status != Status::Ready && self.servers[x].configured.is_some() {
+                    let status = self.servers[x].mem.status();
+                    if status != FileState::Ready && self.servers[x].configured.is_some() {
                         // Without a usable state, an explicit partition is kept only with the
                         // file put back: what the HINT says.
-                        let r = Refused::State(m.status);
+                        let r = Refused::State(status);
                         self.answer(x, r);
                     } else {
                         let _ = self.initialize(x, force, false);
@@ -2099,13 +2262,13 @@ impl World {
                             _ => {
                                 // Any of its own, with an entry or not.
                                 let s = &self.servers[x];
-                                let mine: Vec<u16> = s
-                                    .mem
-                                    .st
-                                    .used_by_me
-                                    .iter()
-                                    .filter(|&p| p < EXPLICIT_LIMIT)
-                                    .collect();
+                                let mine: Vec<u16> = s.mem.sh.read(|m| {
+                                    m.lineage
+                                        .used_by_me
+                                        .iter()
+                                        .filter(|&p| p < EXPLICIT_LIMIT)
+                                        .collect()
+                                });
                                 if s.running && !mine.is_empty() {
                                     Some(mine[choice as usize % mine.len()])
                                 } else {
@@ -2122,9 +2285,11 @@ impl World {
                     }
                 }
             }
-            Ev::Settle { s } => {
+            Ev::Settle { s, busy } => {
                 if let Some(x) = self.pick(s, |v| v.running && v.upstream.is_none()) {
+                    self.busy = busy;
                     self.settle(x);
+                    self.busy = None;
                 }
             }
             Ev::Burst { s, n } => self.burst(s, n),
@@ -2151,7 +2316,7 @@ impl World {
         let Some(x) = self.pick(s, ok) else {
             return;
         };
-        if self.servers[x].mem.status != Status::Ready {
+        if self.servers[x].mem.status() != FileState::Ready {
             return;
         }
         // Its setting judged first (a promotion takes its partition over now), so that going
@@ -2159,9 +2324,7 @@ impl World {
         if self.judge(x, false).is_err() {
             return;
         }
-        if self.servers[x].mem.dirty {
-            self.persist(x);
-        }
+        self.write_dirty(x);
         self.stats.bursts += 1;
         let before = self.servers[x].configured;
         for _ in 0..count {
@@ -2350,6 +2513,146 @@ impl World {
     }
 }
 
+/// Whose call of the room a host serves.
+#[derive(Clone, Copy, Debug, Default)]
+struct Call {
+    /// The backend making the call (none: the worker, `sno_generator_initialize`).
+    backend: Option<usize>,
+    /// The judgment is `sno_generator_initialize(take_over)`'s.
+    take_over: bool,
+    /// A call interleaved with another's write of the durable state ([`Busy`]): it cannot
+    /// take the writer lock.
+    nested: bool,
+}
+
+/// Server `x` of a world as the room's host sees it around its shared memory: the world's
+/// clock and time, the server's setting, the draws, its state file and WAL; and what the
+/// room's locked sections decided, checked by [`World::judged`].
+struct Side<'w> {
+    w: RefCell<&'w mut World>,
+    x: usize,
+    call: Call,
+    /// The lineage state as the current locked section found it (for its judgment).
+    pre: RefCell<Option<State>>,
+    /// The file state as the current locked section found it.
+    file: Cell<FileState>,
+}
+
+/// The room's host for server `x` of a world.
+type LinHost<'s, 'w> = model::Host<'s, Side<'w>>;
+
+impl Side<'_> {
+    /// How the partition the last judgment published is being used (a backend takes it with
+    /// the partition).
+    fn cur(&self) -> Use {
+        self.w.borrow().servers[self.x].mem.cur
+    }
+}
+
+impl model::Model for Side<'_> {
+    /// The world's time (`World::now`).
+    type Instant = u64;
+
+    fn clock(&self) -> u64 {
+        self.w.borrow().clock(self.x)
+    }
+
+    fn source(&self) -> Source {
+        let configured = self.w.borrow().servers[self.x].configured;
+        configured.map_or(Source::Derived, Source::Explicit)
+    }
+
+    /// An incarnation for a server whose state knows the derived partitions it knows:
+    /// sometimes one colliding with them ([`Draw::incarnation`]).
+    fn draw(&self) -> u64 {
+        let targets = self
+            .pre
+            .borrow()
+            .as_ref()
+            .map(derived_targets)
+            .unwrap_or_default();
+        let mut w = self.w.borrow_mut();
+        let sysid = w.servers[self.x].sysid;
+        w.draw.incarnation(sysid, &targets)
+    }
+
+    fn put_file(&self, st: &State) -> std::io::Result<()> {
+        self.w.borrow_mut().put_file(self.x, st, self.call);
+        Ok(())
+    }
+
+    fn log_record(&self, st: &State, timeline: u32, _unimportant: bool) -> u64 {
+        self.w
+            .borrow_mut()
+            .log_record(self.x, st, timeline, self.call)
+    }
+
+    fn flush(&self, lsn: u64) {
+        self.w.borrow_mut().flush(self.x, lsn, self.call);
+    }
+
+    fn now(&self) -> u64 {
+        self.w.borrow().now
+    }
+
+    /// The world's time when the server's clock reaches `unit`, plus one unit of grace.
+    fn turn_counts_from(&self, unit: u64) -> u64 {
+        let offset = self.w.borrow().servers[self.x].offset;
+        (unit as i64 - offset + 1).max(0) as u64
+    }
+
+    /// The world's time moves on until the server's clock reaches `until`, within
+    /// `sno.max_clock_wait` ([`MAX_WAIT`]) of `from`. The room never asks to wait for a clock
+    /// that went back unless it is behind.
+    fn wait_for_unit(
+        &self,
+        until: u64,
+        from: u64,
+        why: Wait,
+        given_up: &dyn Fn() -> bool,
+    ) -> Result<bool, SlowError> {
+        let mut w = self.w.borrow_mut();
+        let clock = w.clock(self.x);
+        if until <= clock && why == Wait::ClockBehind {
+            w.fail(format!(
+                "server {}: told to wait for {until} at {clock}",
+                self.x
+            ));
+            return Err(SlowError::GaveUp {
+                waited_ms: 0,
+                until,
+                why,
+            });
+        }
+        match model::wait(clock, w.now, until, from, MAX_WAIT, why, given_up)? {
+            Some(d) => {
+                w.now += d;
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    fn enter(&self, memory: &Memory, shared: &model::Shared) {
+        *self.pre.borrow_mut() = Some(memory.lineage);
+        self.file.set(shared.file.get());
+    }
+
+    fn leave(&self, _shared: &model::Shared, section: &model::Section) {
+        let pre = self.pre.borrow_mut().take();
+        if let (true, Some(pre)) = (section.judged, pre) {
+            self.w
+                .borrow_mut()
+                .judged(self.x, &pre, self.file.get(), section, self.call.take_over);
+        }
+    }
+
+    fn note(&self, n: server::Note) {
+        let w = self.w.borrow();
+        w.note(|| format!("note {}: {n:?}", self.x));
+    }
+}
+
 /// A seed with which the first server of a `Mode::Mixed` case has an explicit partition.
 const SEED_EXPLICIT: u64 = 1;
 
@@ -2380,8 +2683,8 @@ fn run_in(mut w: World, sc: &Scenario) -> Result<Stats, TestCaseError> {
 fn ev() -> impl Strategy<Value = Ev> {
     let s = any::<u8>();
     prop_oneof![
-        30 => (s, any::<u8>(), any::<u8>(), prop::bool::weighted(0.8))
-            .prop_map(|(s, b, n, flush)| Ev::Gen { s, b, n, flush }),
+        30 => (s, any::<u8>(), any::<u8>(), prop::bool::weighted(0.8), busy())
+            .prop_map(|(s, b, n, flush, busy)| Ev::Gen { s, b, n, flush, busy }),
         8 => prop_oneof![3 => 0u16..6, 1 => 100u16..800].prop_map(|d| Ev::Time { d }),
         5 => (s, any::<bool>(), 1u16..1500).prop_map(|(s, back, d)| Ev::Clock { s, back, d }),
         12 => (s, any::<u16>()).prop_map(|(s, n)| Ev::Replicate { s, n }),
@@ -2407,7 +2710,16 @@ fn ev() -> impl Strategy<Value = Ev> {
         1 => (s, any::<u8>()).prop_map(|(s, choice)| Ev::SetPartition { s, choice }),
         1 => (s, any::<u8>()).prop_map(|(s, n)| Ev::Burst { s, n }),
         1 => s.prop_map(|s| Ev::Retire { s }),
-        2 => s.prop_map(|s| Ev::Settle { s }),
+        2 => (s, busy()).prop_map(|(s, busy)| Ev::Settle { s, busy }),
+    ]
+}
+
+/// Mostly none; else another backend's IDs before one step of a write.
+fn busy() -> impl Strategy<Value = Option<Busy>> {
+    let at = prop_oneof![Just(Step::File), Just(Step::Record), Just(Step::Flush)];
+    prop_oneof![
+        3 => Just(None),
+        1 => (at, any::<u8>()).prop_map(|(at, n)| Some(Busy { at, n })),
     ]
 }
 
@@ -2428,39 +2740,18 @@ fn scenario() -> impl Strategy<Value = Scenario> {
 }
 
 /// The main property, over random cases (256; `SNO_MODEL_CASES` sets another number, and
-/// proptest's `PROPTEST_RNG_SEED` a fixed seed). The counters of the run are printed
-/// (`--nocapture`); `SNO_MODEL_TRACE=1` prints the events of the minimal failing case.
+/// proptest's `PROPTEST_RNG_SEED` a fixed seed: see [`model::property`]). The counters of the
+/// run are printed (`--nocapture`); `SNO_MODEL_TRACE=1` prints the events of the minimal
+/// failing case.
 #[test]
 fn no_id_is_ever_issued_twice_outside_the_documented_exclusion() {
-    let cases = std::env::var("SNO_MODEL_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(256);
-    let mut runner = TestRunner::new(Config {
-        cases,
-        failure_persistence: None,
-        max_shrink_iters: 20_000,
-        max_shrink_time: 120_000,
-        ..Config::default()
-    });
-    let totals = RefCell::new(Stats::default());
-    let result = runner.run(&scenario(), |sc| {
-        let stats = run(&sc, false)?;
-        totals.borrow_mut().add(&stats);
-        Ok(())
-    });
-    if let Err(e) = result {
-        if let proptest::test_runner::TestError::Fail(_, sc) = &e {
-            if std::env::var_os("SNO_MODEL_TRACE").is_some() {
-                let _ = run(sc, true);
-            }
-        }
-        panic!("{e}");
-    }
-    eprintln!("{:#?}", totals.borrow());
-    // The views' forecast was checked against real judgments, refusals among them.
-    let t = totals.borrow();
-    assert!(t.forecasts > 0 && t.refused_inherited > 0, "{t:#?}");
+    let t = model::property(256, scenario(), run);
+    // The views' forecast was checked against real judgments, refusals among them; backends
+    // made IDs while writes were in flight.
+    assert!(
+        t.forecasts > 0 && t.refused_inherited > 0 && t.ids_during_writes > 0,
+        "{t:#?}"
+    );
 }
 
 /// The model's colliding draws give the derived partition they aim at.
@@ -2500,16 +2791,13 @@ fn gen(s: u8, flush: bool) -> Ev {
         b: 0,
         n: 0,
         flush,
+        busy: None,
     }
 }
 
 /// Runs a hand-written case; its counters. `SNO_MODEL_TRACE=1` prints its events.
 fn run_case(sc: &Scenario) -> Stats {
-    let trace = std::env::var_os("SNO_MODEL_TRACE").is_some();
-    match run(sc, trace) {
-        Ok(stats) => stats,
-        Err(e) => panic!("{e}"),
-    }
+    model::hand(sc, run)
 }
 
 // Regression tests: the minimal cases of the bugs this model found, now fixed.
