@@ -106,8 +106,10 @@
 //! partitions making IDs in a Citus cluster (a derived partition is in some group's range);
 //! full 4 ms units.
 
+mod model;
+
 use proptest::prelude::*;
-use proptest::test_runner::{Config, TestCaseError, TestError, TestRunner};
+use proptest::test_runner::TestCaseError;
 use sno::generator::bound::{ticks, Persisted};
 use sno::generator::citus::{self, Node, Source, LIVE_GENERATIONS};
 use sno::generator::cursor::{Cursor, Slice};
@@ -116,7 +118,6 @@ use sno::generator::state_file::{decode, encode};
 use sno::generator::timeline::{Grant, Timeline};
 use sno::generator::wal_record;
 use sno::id::layout::MAX_UNITS;
-use std::cell::RefCell;
 use std::collections::HashMap;
 
 /// How far past the high-water mark the glue writes its horizon (`HORIZON_AHEAD`, 2 s).
@@ -355,7 +356,7 @@ struct Stats {
     wraps: u64,
 }
 
-impl Stats {
+impl model::Counters for Stats {
     fn add(&mut self, o: &Stats) {
         self.cases += o.cases;
         self.steps += o.steps;
@@ -1647,36 +1648,12 @@ fn scenario() -> impl Strategy<Value = Scenario> {
     )
 }
 
-/// Runs the property over random cases in `scope` (256; `SNO_MODEL_CASES` sets another
-/// number, and proptest's `PROPTEST_RNG_SEED` a fixed seed). The counters of the run are
-/// printed (`--nocapture`); `SNO_MODEL_TRACE=1` prints the events of the minimal failing case.
+/// Runs the property over random cases in `scope` with the models' runner
+/// ([`model::property`]: 256 cases unless `SNO_MODEL_CASES` says otherwise, proptest's
+/// `PROPTEST_RNG_SEED` a fixed seed, `SNO_MODEL_TRACE=1` the events of the minimal failing
+/// case; the counters of the run printed with `--nocapture`).
 fn property(scope: Scope) {
-    let cases = std::env::var("SNO_MODEL_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(256);
-    let mut runner = TestRunner::new(Config {
-        cases,
-        failure_persistence: None,
-        max_shrink_iters: 20_000,
-        max_shrink_time: 60_000,
-        ..Config::default()
-    });
-    let totals = RefCell::new(Stats::default());
-    let result = runner.run(&scenario(), |sc| {
-        let stats = run(scope, &sc, false)?;
-        totals.borrow_mut().add(&stats);
-        Ok(())
-    });
-    if let Err(e) = result {
-        if let TestError::Fail(_, sc) = &e {
-            if std::env::var_os("SNO_MODEL_TRACE").is_some() {
-                let _ = run(scope, sc, true);
-            }
-        }
-        panic!("{e}");
-    }
-    eprintln!("{:#?}", totals.borrow());
+    model::property(256, scenario(), |sc, trace| run(scope, sc, trace));
 }
 
 /// The main property: no two servers of a Citus cluster ever make one ID, within what the
@@ -1695,12 +1672,7 @@ fn the_whole_model_finds_the_holes() {
 
 /// A world for hand-written cases: no server, every clock the same.
 fn hand() -> World {
-    World::bare(
-        Scope::EVERYTHING,
-        7,
-        false,
-        std::env::var_os("SNO_MODEL_TRACE").is_some(),
-    )
+    World::bare(Scope::EVERYTHING, 7, false, model::trace())
 }
 
 /// A group promoted more than 15 times: each promotion of a synchronous standby takes the
