@@ -214,7 +214,7 @@ enum Ev {
     Storm { s: u8, n: u8 },
     /// A dead primary is started again.
     Revive { s: u8 },
-    /// A clean restart of a running primary.
+    /// A clean restart of a running primary (the worker writes the state file at the stop).
     Restart { s: u8 },
     /// pg_rewind of a dead primary (or a standby that cannot follow) into a standby of a
     /// running primary of its cluster.
@@ -356,6 +356,8 @@ struct Stats {
     writes: u64,
     /// Writes of the idle lease (WAL records marked unimportant).
     idle_leases: u64,
+    /// Clean stops that wrote the high-water mark.
+    clean_stops: u64,
     promotions_sync: u64,
     promotions_async: u64,
     async_missing_tail: u64,
@@ -383,6 +385,7 @@ impl Counters for Stats {
         self.dups += o.dups;
         self.writes += o.writes;
         self.idle_leases += o.idle_leases;
+        self.clean_stops += o.clean_stops;
         self.promotions_sync += o.promotions_sync;
         self.promotions_async += o.promotions_async;
         self.async_missing_tail += o.async_missing_tail;
@@ -923,6 +926,21 @@ impl World {
             server::settle(h, tli, &mut opened, IDLE_LEAD, |write| write())
         });
         self.servers[x].worker_opened = opened;
+    }
+
+    /// The worker's last act at a clean stop of `x` (the glue's `stop`): the state file gets
+    /// the high-water mark instead of the horizon ahead of it ([`server::stop_plan`]), then
+    /// memory records it ([`server::stopped`]). Only the file: WAL and the standbys keep the
+    /// bound they have.
+    fn stop(&mut self, x: usize) {
+        self.room(x, false, |h, _| {
+            if let Some((st, p)) = h.locked(server::stop_plan) {
+                if h.put_file(&st).is_ok() {
+                    h.locked(|m| server::stopped(h, m, p));
+                    h.model.w.borrow_mut().stats.clean_stops += 1;
+                }
+            }
+        });
     }
 
     /// `sno_generator_initialize` on `x` (its state file usable, or none yet if `dirty`): judged
@@ -1495,6 +1513,7 @@ impl World {
             }
             Ev::Restart { s } => {
                 if let Some(x) = self.pick(s, |x| self.running(x)) {
+                    self.stop(x);
                     self.restart(x);
                 }
             }
