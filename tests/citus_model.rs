@@ -3,24 +3,28 @@
 //! synchronous and asynchronous standbys, clones, PITR restores, rewound old primaries),
 //! driven by random event orders and clocks, checking that no two servers ever make one ID.
 //!
-//! The model drives the crate's pure code ([`State::judge_source`] with [`Source::Citus`],
-//! [`State::at_start`], [`State::replay`], [`State::written`], [`Timeline`], [`Cursor`], the
-//! state file and WAL record formats) the way the PostgreSQL glue does
-//! (`src/pg/generator/durable.rs`: `judge`, `write`, `replay`, `settle`,
-//! `sno_generator_initialize`; `src/pg/generator/hot.rs`: `generate_slow`; `src/pg/shmem.rs`:
-//! `restore_state`; `src/pg/citus.rs`: `publish`). Each server has its lineage state, timeline,
-//! cursor and judgment in memory, a state file (the bytes of `state_file::encode`, read back with
-//! `state_file::decode` whenever a server starts from it or a copy is made of it), a WAL of
-//! lineage records (`wal_record::encode`, replayed through `wal_record::decode`),
-//! a WAL timeline, a `global/pg_control` inode, a clock offset, and what Citus's catalog
-//! (`pg_dist_local_group`, `pg_dist_node`) says of it.
+//! The model runs a server's generator as the PostgreSQL glue does: every decision is the
+//! room's, [`sno::generator::server`] (`judge`, `write` with `needed_now` or the plan of
+//! `sno_generator_initialize`, `settle`, `generate_slow`), hosted in memory by the models'
+//! harness (`tests/model`: [`model::Shared`] is a server's shared memory, [`model::Host`] the
+//! room's host over it and this model's [`Around`]), over the crate's pure code
+//! ([`State::judge_source`] with [`Source::Citus`], [`State::at_start`], [`State::replay`],
+//! [`State::written`], [`Timeline`], [`Cursor`], the state file and WAL record formats). What
+//! the glue does outside the room is the model's: the fast path (`src/pg/generator/hot.rs`),
+//! redo (`durable.rs`: `replay`), start-up (`src/pg/shmem.rs`: `restore_state`), and what a
+//! backend reads of Citus (`src/pg/citus.rs`: `publish`). Each server has its shared memory (the
+//! lineage state, timeline, cursor, epoch and judgment), a state file (the bytes of
+//! `state_file::encode`, read back with `state_file::decode` whenever a server starts from it or
+//! a copy is made of it), a WAL of lineage records (`wal_record::encode`, replayed through
+//! `wal_record::decode`), a WAL timeline, a `global/pg_control` inode, a clock offset, and what
+//! Citus's catalog (`pg_dist_local_group`, `pg_dist_node`) says of it.
 //!
 //! IDs are made as the glue makes them: the cursor's fast path while the backend's epoch is
-//! current, else the slow path under the lock (judge, then `Timeline::advance`; a `Write`
-//! grant writes the state file and its WAL record, and every synchronous standby replays that
-//! record before anything it covers is handed out, as `wal::make_durable` waits for them).
-//! Every ID issued is recorded as (unit, tick, partition, sequence) with the server and the
-//! incarnation that made it. The WAL holds lineage records only, not the rows of the IDs: the
+//! current, else the room's slow path (a `Write` grant writes the state file and its WAL
+//! record, flushed; every synchronous standby of the model replays a record as it is flushed,
+//! so that it has it before anything it covers is handed out, as `wal::make_durable` waits for
+//! them). Every ID issued is recorded as (unit, tick, partition, sequence) with the server and
+//! the incarnation that made it. The WAL holds lineage records only, not the rows of the IDs: the
 //! IDs are checked against the global record of every ID issued, and what a server knows of
 //! other servers' IDs is, in the code as in the model, only what lineage records and state
 //! files told it. (Whether a standby can follow a promoted sibling is decided on lineage
@@ -59,7 +63,11 @@
 //! Also checked: state files and WAL records round-trip; `CitusCopy` is refused only to a
 //! clone in its original's group, `CitusNotActivated` only to a server whose lineage never had
 //! a group; a Citus partition is taken over only when all 15 live generations were known; a
-//! synchronous standby always knows every partition its primary recorded.
+//! synchronous standby always knows every partition its primary recorded; a wait for the clock
+//! to come back is for a unit it has not reached. And what the room does under the lock, after
+//! each of its locked sections ([`Around::leave`]): a judgment publishes the partition
+//! [`State::judge_source`] gives for the state it found, and starts a new epoch; the timeline
+//! in memory never holds as written a horizon the state file does not have.
 //!
 //! **Scope.** The design does not hold in the situations below, which this model found
 //! ([`Scope`]). The main property runs without them ([`Scope::COVERED`]: the random events
@@ -106,29 +114,32 @@
 //! partitions making IDs in a Citus cluster (a derived partition is in some group's range);
 //! full 4 ms units.
 
+mod model;
+
+use model::{Counters, Entering, Model, Section, Session, Shared};
 use proptest::prelude::*;
-use proptest::test_runner::{Config, TestCaseError, TestError, TestRunner};
+use proptest::test_runner::TestCaseError;
 use sno::generator::bound::{ticks, Persisted};
 use sno::generator::citus::{self, Node, Source, LIVE_GENERATIONS};
-use sno::generator::cursor::{Cursor, Slice};
-use sno::generator::lineage::{Refusal, State, NO_GROUP};
+use sno::generator::cursor::Slice;
+use sno::generator::lineage::{Judgment, Refusal, State, NO_GROUP};
+use sno::generator::server::{self, FileState, Host as _, Memory, SlowError, Wait};
 use sno::generator::state_file::{decode, encode};
-use sno::generator::timeline::{Grant, Timeline};
+use sno::generator::timeline::Timeline;
 use sno::generator::wal_record;
-use sno::id::layout::MAX_UNITS;
-use std::cell::RefCell;
+use std::cell::{Cell, Ref, RefCell};
 use std::collections::HashMap;
+use std::rc::Rc;
 
-/// How far past the high-water mark the glue writes its horizon (`HORIZON_AHEAD`, 2 s).
-const AHEAD: u64 = 500;
-/// When the glue renews the horizon (`HORIZON_MARGIN`, 1 s).
-const MARGIN: u64 = 250;
 /// `sno.max_clock_wait` (10 s) in 4 ms units.
 const MAX_WAIT: u64 = 2_500;
 /// The clock at the start of a case (4 ms units since 2010).
 const START_UNITS: u64 = 300_000_000;
 /// Servers a case may create.
 const MAX_SERVERS: usize = 64;
+/// `sno.idle_horizon` in 4 ms units, for the worker's `settle`: its default, 60 s (the worker
+/// of an idle server writes a horizon that far past the clock once).
+const IDLE_LEAD: u64 = 15_000;
 
 /// The situations the model makes, beyond what the design handles (see the module's
 /// documentation): each `true` lets the random events make it.
@@ -181,7 +192,7 @@ enum Ev {
     /// nothing, `citus_add_node` (a new group), or `take_over` when the HINT's condition holds
     /// (else `citus_add_node`).
     Gen { s: u8, n: u8, answer: u8 },
-    /// A pass of the `sno lineage` worker on a running primary.
+    /// A pass of the `sno lineage` worker on a running primary (with the idle lease).
     Settle { s: u8 },
     /// Time passes (every clock moves).
     Time { d: u16 },
@@ -203,7 +214,7 @@ enum Ev {
     Storm { s: u8, n: u8 },
     /// A dead primary is started again.
     Revive { s: u8 },
-    /// A clean restart of a running primary.
+    /// A clean restart of a running primary (the worker writes the state file at the stop).
     Restart { s: u8 },
     /// pg_rewind of a dead primary (or a standby that cannot follow) into a standby of a
     /// running primary of its cluster.
@@ -279,19 +290,13 @@ struct Server {
     catalog: Option<u32>,
     /// Its clock minus the world's, in units.
     offset: i64,
-    /// Lineage state in memory.
-    st: State,
-    tl: Timeline,
-    cursor: Cursor,
-    /// The shared epoch (`shmem::new_epoch`).
-    epoch: u64,
-    /// The backend's epoch and partition (`Backend::epoch`, `Backend::partition`).
-    bk: Option<(u64, u16)>,
-    /// The judged partition (`Shared::partition`).
-    partition: u16,
-    /// The last judgment's key (`Guarded::judged`).
-    judged: Option<(u32, i64)>,
-    dirty: bool,
+    /// Its shared memory: the lineage state, timeline, cursor, epoch and judgment (a new one at
+    /// each start).
+    shared: Rc<Shared>,
+    /// The backend making IDs (one at a time; a new one at each start).
+    session: Session<()>,
+    /// The `sno lineage` worker's count of the units opened at its last look (`settle`).
+    worker_opened: u64,
     /// What a backend published of Citus since the server started (`Shared::citus_node`).
     published: Option<Node>,
     /// The state file's bytes.
@@ -319,6 +324,18 @@ struct Server {
     ran_after_split: bool,
 }
 
+impl Server {
+    /// The lineage state in its memory.
+    fn st(&self) -> Ref<'_, State> {
+        Ref::map(self.shared.memory.borrow(), |m| &m.lineage)
+    }
+
+    /// The partition the last judgment published (`Shared::partition`).
+    fn partition(&self) -> u16 {
+        self.shared.partition.get()
+    }
+}
+
 /// A judgment of one partition by one incarnation.
 #[derive(Clone, Copy, Debug)]
 struct Judg {
@@ -337,6 +354,10 @@ struct Stats {
     ids: u64,
     dups: u64,
     writes: u64,
+    /// Writes of the idle lease (WAL records marked unimportant).
+    idle_leases: u64,
+    /// Clean stops that wrote the high-water mark.
+    clean_stops: u64,
     promotions_sync: u64,
     promotions_async: u64,
     async_missing_tail: u64,
@@ -355,7 +376,7 @@ struct Stats {
     wraps: u64,
 }
 
-impl Stats {
+impl Counters for Stats {
     fn add(&mut self, o: &Stats) {
         self.cases += o.cases;
         self.steps += o.steps;
@@ -363,6 +384,8 @@ impl Stats {
         self.ids += o.ids;
         self.dups += o.dups;
         self.writes += o.writes;
+        self.idle_leases += o.idle_leases;
+        self.clean_stops += o.clean_stops;
         self.promotions_sync += o.promotions_sync;
         self.promotions_async += o.promotions_async;
         self.async_missing_tail += o.async_missing_tail;
@@ -398,14 +421,19 @@ fn splitmix(state: &mut u64) -> u64 {
     z ^ (z >> 31)
 }
 
-/// The glue's `source_key`.
-fn source_key(source: Source) -> i64 {
-    match source {
-        Source::Explicit(p) => i64::from(p),
-        Source::Derived => -1,
-        Source::Citus(Node::NotActivated) => -2,
-        Source::Citus(Node::Group(g)) => -3 - i64::from(g),
-    }
+/// A server's shared memory at its start from state `st` (the glue's `restore_state`): the
+/// timeline resumes past its bound, nothing judged yet.
+fn started(st: State) -> Rc<Shared> {
+    let mut timeline = Timeline::restore(st.me, Slice::FULL);
+    timeline.recall(st.written_bound());
+    let memory = Memory {
+        timeline,
+        units_opened: 0,
+        lineage: st,
+        judged: (u32::MAX, -1),
+        dirty: false,
+    };
+    Rc::new(Shared::new(memory, FileState::Ready))
 }
 
 /// Whether WAL `long` contains WAL `short` as a prefix.
@@ -515,9 +543,14 @@ impl World {
 
     fn describe(&self, x: usize) -> String {
         let s = &self.servers[x];
+        // (Also while the room holds the lock, as it must not when the model is called.)
+        let (group, incarnation) = match s.shared.memory.try_borrow() {
+            Ok(m) => (m.lineage.citus_group as i64, m.lineage.incarnation),
+            Err(_) => (-2, 0),
+        };
         format!(
-            "server {x} ({}, {:?}, catalog {:?}, lineage group {}, tli {}, incarnation {:x})",
-            s.origin, s.role, s.catalog, s.st.citus_group as i64, s.tli, s.st.incarnation
+            "server {x} ({}, {:?}, catalog {:?}, lineage group {group}, tli {}, incarnation {incarnation:x})",
+            s.origin, s.role, s.catalog, s.tli
         )
     }
 
@@ -552,8 +585,8 @@ impl World {
     /// The group a server is given by Citus, else the one its lineage generates for.
     fn group_of_server(&self, x: usize) -> Option<u32> {
         let s = &self.servers[x];
-        s.catalog
-            .or((s.st.citus_group != NO_GROUP).then_some(s.st.citus_group))
+        let g = s.st().citus_group;
+        s.catalog.or((g != NO_GROUP).then_some(g))
     }
 
     /// The generation `x`'s state file records as its own, on its WAL timeline, in the group
@@ -573,7 +606,7 @@ impl World {
     /// others'): it received every lineage record that named a new one (it may lack the
     /// later bounds).
     fn knows_generation(&self, y: usize, up: usize) -> bool {
-        let st = &self.servers[y].st;
+        let st = self.servers[y].st();
         self.servers[up]
             .written
             .entries()
@@ -607,14 +640,9 @@ impl World {
             tli,
             catalog,
             offset,
-            st,
-            tl: Timeline::restore(st.me, Slice::FULL),
-            cursor: Cursor::new(Slice::FULL),
-            epoch: 1,
-            bk: None,
-            partition: 0,
-            judged: None,
-            dirty: false,
+            shared: started(st),
+            session: Session::default(),
+            worker_opened: 0,
             published: None,
             file: String::new(),
             written: st,
@@ -662,13 +690,9 @@ impl World {
     /// The memory of `x` started again from state `st`.
     fn boot(&mut self, x: usize, st: State) {
         let s = &mut self.servers[x];
-        s.st = st;
-        s.tl = Timeline::restore(st.me, Slice::FULL);
-        s.cursor = Cursor::new(Slice::FULL);
-        s.epoch += 1;
-        s.bk = None;
-        s.judged = None;
-        s.dirty = false;
+        s.shared = started(st);
+        s.session = Session::default();
+        s.worker_opened = 0;
         s.published = None;
         if st != s.written {
             self.write_file(x, st);
@@ -685,23 +709,41 @@ impl World {
         self.boot(x, st);
     }
 
-    /// The glue's `judge`.
-    fn judge(&mut self, x: usize, force: bool) -> Result<(), Refusal> {
-        let (source, key, pre) = {
-            let s = &self.servers[x];
-            let source = s.published.map_or(Source::Derived, Source::Citus);
-            (source, (s.tli, source_key(source)), s.st)
+    /// Calls the room for server `x`: `f` is given the room's host over `x`'s shared memory and
+    /// this world ([`Around`]), for the WAL timeline `x` is on; `take_over` is what the call
+    /// judges with.
+    fn room<R>(
+        &mut self,
+        x: usize,
+        take_over: bool,
+        f: impl FnOnce(&model::Host<'_, Around<'_>>, u32) -> R,
+    ) -> R {
+        let shared = Rc::clone(&self.servers[x].shared);
+        let tli = self.servers[x].tli;
+        let h = model::Host {
+            shared: &shared,
+            model: Around {
+                w: RefCell::new(self),
+                x,
+                tli,
+                take_over,
+                before: RefCell::new(None),
+                source: Cell::new(Source::Derived),
+                draws: RefCell::new(Vec::new()),
+            },
         };
-        if self.servers[x].judged == Some(key) && !pre.copied && !force {
-            return Ok(());
-        }
-        let mut st = pre;
-        let rng = &mut self.rng;
-        let j = st.judge_source(key.0, source, force, || splitmix(rng))?;
-        let g = st.citus_group;
+        f(&h, tli)
+    }
+
+    /// A judgment the room made for `x` ([`Around::leave`]): `j` is what the lineage state
+    /// `before` judged into `after`. Checks that the partition is one of the group Citus gives
+    /// `x`, taken over only once all 15 live generations of it were known to be used, and
+    /// records the incarnation's first judgment of it.
+    fn judged(&mut self, x: usize, before: &State, after: &State, source: Source, j: &Judgment) {
+        let g = after.citus_group;
         let cited = g != NO_GROUP;
-        let all_known =
-            cited && citus::live_partitions(g).all(|p| pre.is_mine(p) || pre.others(p).is_some());
+        let all_known = cited
+            && citus::live_partitions(g).all(|p| before.is_mine(p) || before.others(p).is_some());
         if cited {
             let given = match source {
                 Source::Citus(Node::Group(c)) => c,
@@ -725,40 +767,19 @@ impl World {
             self.stats.max_generation = self.stats.max_generation.max(k);
         }
         self.judgments
-            .entry((st.incarnation, j.partition))
+            .entry((after.incarnation, j.partition))
             .or_insert(Judg {
                 absorb: j.absorb,
                 took_over: j.took_over,
                 all_known,
             });
-        self.note(|| format!("judge {x} ({source:?}, force {force}): {j:?}"));
-        let s = &mut self.servers[x];
-        s.tl.absorb(j.absorb, &s.cursor);
-        s.epoch += 1;
-        s.dirty |= j.changed;
-        s.st = st;
-        s.partition = j.partition;
-        s.judged = Some(key);
-        Ok(())
+        self.note(|| format!("judge {x} ({source:?}): {j:?}"));
     }
 
-    /// The glue's `write`: the state file, then its WAL record, flushed; every synchronous
-    /// standby replays it before anything it covers is handed out (`wal::make_durable`).
-    fn persist(&mut self, x: usize) {
-        let (st, p, tli) = {
-            let s = &self.servers[x];
-            let tl = &s.tl;
-            let p = tl.due(AHEAD, MARGIN).unwrap_or(Persisted {
-                horizon: tl.horizon.max(tl.hi.saturating_add(AHEAD).min(MAX_UNITS)),
-                safe: tl.safe,
-                drifts: tl.drifts,
-            });
-            let mut st = s.st;
-            st.written(p);
-            (st, p, s.tli)
-        };
-        self.write_file(x, st);
-        let rec = wal_record::encode(&st, tli);
+    /// The lineage record of `st` on WAL timeline `tli`, appended to `x`'s WAL (and checked to
+    /// read back); the end of its WAL.
+    fn log_record(&mut self, x: usize, st: &State, tli: u32) -> u64 {
+        let rec = wal_record::encode(st, tli);
         match wal_record::decode(&rec).ok() {
             Some(r) if r.incarnation == st.incarnation && r.bound == st.me && r.timeline == tli => {
             }
@@ -766,13 +787,15 @@ impl World {
         }
         self.next_serial += 1;
         let serial = self.next_serial;
-        let s = &mut self.servers[x];
-        s.wal.push(Item { serial, tli, rec });
-        s.st = st;
-        s.tl.written(p);
-        s.dirty = false;
-        s.epoch += 1;
         self.stats.writes += 1;
+        let wal = &mut self.servers[x].wal;
+        wal.push(Item { serial, tli, rec });
+        wal.len() as u64
+    }
+
+    /// `x`'s WAL flushed: every synchronous standby of `x` replays it at once, before anything
+    /// it covers is handed out (`wal::make_durable`).
+    fn flushed(&mut self, x: usize) {
         let syncs: Vec<usize> = (0..self.servers.len())
             .filter(|&y| {
                 let s = &self.servers[y];
@@ -797,13 +820,17 @@ impl World {
             return;
         };
         let s = &mut self.servers[y];
-        let mut st = s.st;
-        st.replay(rec.incarnation, rec.timeline, &rec.partitions, rec.bound);
-        if rec.incarnation == st.incarnation {
-            s.tl.absorb(rec.bound, &s.cursor);
-            s.epoch += 1;
-        }
-        s.st = st;
+        let shared = &s.shared;
+        let st = shared.update(|m| {
+            let mut st = m.lineage;
+            st.replay(rec.incarnation, rec.timeline, &rec.partitions, rec.bound);
+            if rec.incarnation == st.incarnation {
+                m.timeline.absorb(rec.bound, &shared.cursor);
+                shared.new_epoch();
+            }
+            m.lineage = st;
+            st
+        });
         s.tli = s.tli.max(it.tli);
         self.write_file(y, st);
     }
@@ -838,8 +865,8 @@ impl World {
         true
     }
 
-    /// One ID: the fast path, or the glue's `generate_slow` (which first publishes what the
-    /// backend reads of Citus; sessions come and go, so every call reads it).
+    /// One ID: the fast path (`hot.rs`), or the room's slow path (a backend first publishes
+    /// what it reads of Citus; sessions come and go, so every call reads it).
     fn gen_one(&mut self, x: usize) -> Result<(), Stop> {
         let node = match self.servers[x].catalog {
             Some(g) => Node::Group(g),
@@ -849,54 +876,97 @@ impl World {
         let now = self.clock(x);
         {
             let s = &self.servers[x];
-            if let Some((e, p)) = s.bk {
-                if let Some((u, t, q)) = s.cursor.take(now) {
-                    if s.epoch == e {
-                        self.issue(x, p, u, t, q);
+            let b = s.session;
+            if b.epoch != 0 {
+                if let Some((u, t, q)) = s.shared.cursor.take(now) {
+                    if s.shared.epoch.get() == b.epoch {
+                        self.issue(x, b.partition, u, t, q);
                         return Ok(());
                     }
                 }
             }
         }
-        let mut waited = 0;
-        loop {
-            self.judge(x, false).map_err(Stop::Refused)?;
-            let now = self.clock(x);
-            let grant = {
-                let s = &mut self.servers[x];
-                s.tl.advance(&s.cursor, now, s.dirty)
+        let mut session = self.servers[x].session;
+        let made = self.room(x, false, |h, tli| {
+            let mut b = Entering {
+                session: &mut session,
+                tag: || (),
             };
-            match grant {
-                Grant::Write { .. } => self.persist(x),
-                Grant::Open { .. } => {
-                    let s = &mut self.servers[x];
-                    let p = s.partition;
-                    s.bk = Some((s.epoch, p));
-                    if let Some((u, t, q)) = s.cursor.take(now) {
-                        self.issue(x, p, u, t, q);
-                        return Ok(());
-                    }
+            // A room that writes without end would hang the model: it fails instead.
+            let writes = Cell::new(0);
+            let write_now = || {
+                writes.set(writes.get() + 1);
+                if writes.get() > 100 {
+                    return Err(std::io::Error::other("100 writes for one ID"));
                 }
-                Grant::FullUnit { until } | Grant::ClockBehind { until } => {
-                    if until <= now {
-                        self.fail(format!("server {x}: told to wait for {until} at {now}"));
-                        return Err(Stop::Clock);
-                    }
-                    waited += until - now;
-                    if waited > MAX_WAIT {
-                        return Err(Stop::Clock);
-                    }
-                    self.now += until - now;
-                }
+                server::write(h, tli, server::needed_now)
+            };
+            server::generate_slow(h, &mut b, tli, &write_now)
+        });
+        self.servers[x].session = session;
+        match made {
+            Ok((unit, tick, p, seq)) => {
+                self.issue(x, p, unit, tick, seq);
+                Ok(())
+            }
+            Err(SlowError::Refused(r)) => Err(Stop::Refused(r)),
+            Err(SlowError::GaveUp { .. }) => Err(Stop::Clock),
+            Err(e) => {
+                self.fail(format!("{}: {e:?}", self.describe(x)));
+                Err(Stop::Clock)
             }
         }
+    }
+
+    /// The `sno lineage` worker's look on `x` (`settle`): a refusal and a failed write are only
+    /// logged.
+    fn settle(&mut self, x: usize) {
+        let mut opened = self.servers[x].worker_opened;
+        let _ = self.room(x, false, |h, tli| {
+            server::settle(h, tli, &mut opened, IDLE_LEAD, |write| write())
+        });
+        self.servers[x].worker_opened = opened;
+    }
+
+    /// The worker's last act at a clean stop of `x` (the glue's `stop`): the state file gets
+    /// the high-water mark instead of the horizon ahead of it ([`server::stop_plan`]), then
+    /// memory records it ([`server::stopped`]). Only the file: WAL and the standbys keep the
+    /// bound they have.
+    fn stop(&mut self, x: usize) {
+        self.room(x, false, |h, _| {
+            if let Some((st, p)) = h.locked(server::stop_plan) {
+                if h.put_file(&st).is_ok() {
+                    h.locked(|m| server::stopped(h, m, p));
+                    h.model.w.borrow_mut().stats.clean_stops += 1;
+                }
+            }
+        });
+    }
+
+    /// `sno_generator_initialize` on `x` (its state file usable, or none yet if `dirty`): judged
+    /// at once, with `take_over`, then written if the lineage changed. (A refusal: the glue
+    /// writes anyway unless `take_over`, and `sno_generate` raises it; every caller here
+    /// fails on it, written or not.)
+    fn initialize(&mut self, x: usize, dirty: bool, take_over: bool) -> Result<(), SlowError> {
+        self.room(x, take_over, |h, tli| {
+            h.locked(|m| {
+                m.dirty |= dirty;
+                server::judge(h, m, tli, take_over)
+            })?;
+            server::write(h, tli, |m| {
+                m.dirty.then(|| (server::next_durable(&m.timeline), false))
+            })
+            .map_err(SlowError::Write)?;
+            Ok(())
+        })
     }
 
     /// Hands out an ID and checks it.
     fn issue(&mut self, x: usize, p: u16, unit: u64, tick: u8, seq: u16) {
         let (inc, group, written, beside) = {
             let s = &self.servers[x];
-            (s.st.incarnation, s.st.citus_group, s.written, s.beside)
+            let st = s.st();
+            (st.incarnation, st.citus_group, s.written, s.beside)
         };
         let t = (tick & 1) as usize;
         if ticks(&written.me)[t] < unit as i64 {
@@ -978,10 +1048,8 @@ impl World {
         let inc = self.draw();
         let st = State::fresh(sysid, inc, 0, inode);
         let x = self.server("node", sysid, inode, Role::Primary, 1, None, st, Vec::new());
-        self.servers[x].dirty = true;
-        match self.judge(x, false) {
-            Ok(()) => self.persist(x),
-            Err(r) => self.fail(format!("CREATE EXTENSION on a new node: {r:?}")),
+        if let Err(e) = self.initialize(x, true, false) {
+            self.fail(format!("CREATE EXTENSION on a new node: {e:?}"));
         }
         if activate {
             self.activate(x);
@@ -1067,7 +1135,7 @@ impl World {
                 y != x
                     && (self.group_of_server(y) == g
                         || g.is_some_and(|g| {
-                            v.st.citus_group == g
+                            v.st().citus_group == g
                                 || v.written.citus_group == g
                                 || v.used_groups.contains(&g)
                         }))
@@ -1091,13 +1159,10 @@ impl World {
             self.servers[y].role = Role::Gone;
         }
         self.backups.retain(|b| b.catalog != g);
-        match self.judge(x, true) {
+        match self.initialize(x, false, true) {
             Ok(()) => {
                 self.stats.take_overs += 1;
                 self.servers[x].beside = None;
-                if self.servers[x].dirty {
-                    self.persist(x);
-                }
             }
             Err(r) => self.fail(format!("{}: take_over refused: {r:?}", self.describe(x))),
         }
@@ -1133,7 +1198,7 @@ impl World {
                         }
                         Refusal::CitusNotActivated => {
                             self.stats.not_activated_refusals += 1;
-                            if self.servers[x].st.citus_group != NO_GROUP {
+                            if self.servers[x].st().citus_group != NO_GROUP {
                                 self.fail(format!("{}: wrongly refused {r:?}", self.describe(x)));
                             }
                             if answer % 3 != 0 {
@@ -1151,7 +1216,7 @@ impl World {
     /// Whether `y` knows all 15 live generations of its group used: its next new incarnation takes
     /// one over.
     fn wraps(&self, y: usize) -> bool {
-        let st = &self.servers[y].st;
+        let st = self.servers[y].st();
         self.group_of_server(y).is_some_and(|g| {
             citus::live_partitions(g).all(|p| st.is_mine(p) || st.others(p).is_some())
         })
@@ -1161,7 +1226,7 @@ impl World {
     /// `y` knows (see [`World::unseen_by`]); its primary `up` stops.
     fn wrap_unseen(&self, y: usize, up: usize) -> bool {
         self.group_of_server(y)
-            .is_some_and(|g| self.unseen_by(&self.servers[y].st, g, &[y, up]))
+            .is_some_and(|g| self.unseen_by(&self.servers[y].st(), g, &[y, up]))
     }
 
     /// Whether a new incarnation of group `g` whose lineage knows `st` may take over a
@@ -1179,7 +1244,7 @@ impl World {
                 let beyond = made[0] > known[0] || made[1] > known[1];
                 let held = (0..self.servers.len()).any(|z| {
                     let v = &self.servers[z];
-                    !stopping.contains(&z) && v.role == Role::Primary && v.st.is_mine(p)
+                    !stopping.contains(&z) && v.role == Role::Primary && v.st().is_mine(p)
                 });
                 beyond || held
             })
@@ -1335,13 +1400,7 @@ impl World {
             }
             Ev::Settle { s } => {
                 if let Some(x) = self.pick(s, |x| self.running(x)) {
-                    // The glue's `settle`: a refusal is only logged; the write is wanted if
-                    // the state changed or the horizon is due.
-                    let _ = self.judge(x, false);
-                    let s = &self.servers[x];
-                    if s.dirty || s.tl.due(AHEAD, MARGIN).is_some() {
-                        self.persist(x);
-                    }
+                    self.settle(x);
                 }
             }
             Ev::Time { d } => self.now += u64::from(d),
@@ -1418,7 +1477,7 @@ impl World {
             Ev::Revive { s } => {
                 // A replaced primary started again is split brain.
                 let taken_over = |x: usize| {
-                    let inc = self.servers[x].st.incarnation;
+                    let inc = self.servers[x].st().incarnation;
                     self.recorded(x).is_some_and(|p| {
                         self.judgments
                             .iter()
@@ -1431,7 +1490,7 @@ impl World {
                     (0..self.servers.len()).any(|z| {
                         let v = &self.servers[z];
                         v.role == Role::Primary
-                            && v.st.timeline != v.tli
+                            && v.st().timeline != v.tli
                             && self.group_of_server(z) == g
                             && self.wraps(z)
                     })
@@ -1454,6 +1513,7 @@ impl World {
             }
             Ev::Restart { s } => {
                 if let Some(x) = self.pick(s, |x| self.running(x)) {
+                    self.stop(x);
                     self.restart(x);
                 }
             }
@@ -1593,6 +1653,167 @@ impl World {
     }
 }
 
+/// The model around server `x`'s shared memory in one call of the room ([`Model`]): the world
+/// (the server's clock, what it read of Citus, the draws, its state file and WAL, its
+/// synchronous standbys, time passing in the waits), and what it sees of each locked section,
+/// to check what the room did there ([`Around::leave`]).
+struct Around<'w> {
+    w: RefCell<&'w mut World>,
+    x: usize,
+    /// The WAL timeline the room is called for, and the `take_over` it judges with.
+    tli: u32,
+    take_over: bool,
+    /// In the current locked section: the lineage state it found, the source of the partition
+    /// it judged for, the draws it made.
+    before: RefCell<Option<State>>,
+    source: Cell<Source>,
+    draws: RefCell<Vec<u64>>,
+}
+
+impl Model for Around<'_> {
+    /// The world's time ([`World::now`]).
+    type Instant = u64;
+
+    fn clock(&self) -> u64 {
+        self.w.borrow().clock(self.x)
+    }
+
+    fn source(&self) -> Source {
+        let source = self.w.borrow().servers[self.x]
+            .published
+            .map_or(Source::Derived, Source::Citus);
+        self.source.set(source);
+        source
+    }
+
+    fn citus_loaded(&self) -> bool {
+        true
+    }
+
+    fn draw(&self) -> u64 {
+        let d = self.w.borrow_mut().draw();
+        self.draws.borrow_mut().push(d);
+        d
+    }
+
+    fn put_file(&self, st: &State) -> std::io::Result<()> {
+        self.w.borrow_mut().write_file(self.x, *st);
+        Ok(())
+    }
+
+    fn log_record(&self, st: &State, timeline: u32, unimportant: bool) -> u64 {
+        let mut w = self.w.borrow_mut();
+        w.stats.idle_leases += u64::from(unimportant);
+        w.log_record(self.x, st, timeline)
+    }
+
+    fn flush(&self, _lsn: u64) {
+        self.w.borrow_mut().flushed(self.x);
+    }
+
+    fn now(&self) -> u64 {
+        self.w.borrow().now
+    }
+
+    fn turn_counts_from(&self, unit: u64) -> u64 {
+        let w = self.w.borrow();
+        w.now + unit.saturating_sub(w.clock(self.x)) + 1
+    }
+
+    fn wait_for_unit(
+        &self,
+        until: u64,
+        from: u64,
+        why: Wait,
+        given_up: &dyn Fn() -> bool,
+    ) -> Result<bool, SlowError> {
+        let mut w = self.w.borrow_mut();
+        let clock = w.clock(self.x);
+        if why == Wait::ClockBehind && until <= clock {
+            w.fail(format!(
+                "server {}: told to wait for {until} at {clock}",
+                self.x
+            ));
+            return Err(SlowError::GaveUp {
+                waited_ms: 0,
+                until,
+                why,
+            });
+        }
+        match model::wait(clock, w.now, until, from, MAX_WAIT, why, given_up)? {
+            Some(d) => {
+                w.now += d;
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    fn enter(&self, memory: &Memory, _shared: &Shared) {
+        *self.before.borrow_mut() = Some(memory.lineage);
+        self.draws.borrow_mut().clear();
+    }
+
+    /// Checks what the room did in a locked section:
+    /// * a judgment that published a partition published the one [`State::judge_source`]
+    ///   gives for the state the section found (run again here with its inputs: the source,
+    ///   the draws), and started a new epoch; its judgment is then checked and recorded
+    ///   ([`World::judged`]);
+    /// * the timeline in memory holds as written no horizon its state file does not have
+    ///   (what is written is recorded as written only once it is on disk).
+    fn leave(&self, shared: &Shared, section: &Section) {
+        let mut w = self.w.borrow_mut();
+        let x = self.x;
+        if let Some((partition, _)) = section.published {
+            let before = self.before.borrow_mut().take().expect("entered");
+            let source = self.source.get();
+            let draws = self.draws.borrow();
+            let mut drawn = draws.iter().copied();
+            let mut st = before;
+            let j = st.judge_source(self.tli, source, self.take_over, || {
+                drawn.next().unwrap_or(0)
+            });
+            match j {
+                Ok(j)
+                    if j.partition == partition
+                        && j.took_over == section.took_over.is_some()
+                        && shared.read(|m| m.lineage == st) =>
+                {
+                    w.judged(x, &before, &st, source, &j);
+                }
+                j => {
+                    let d = w.describe(x);
+                    w.fail(format!(
+                        "{d}: the room published partition {partition} ({section:?}), the judgment gives {j:?}"
+                    ));
+                }
+            }
+            if section.new_epochs == 0 {
+                let d = w.describe(x);
+                w.fail(format!(
+                    "{d}: a judgment published partition {partition} without a new epoch"
+                ));
+            }
+        }
+        let written = ticks(&w.servers[x].written.me);
+        let (tick, horizon) = shared.read(|m| {
+            let tl = &m.timeline;
+            let held = tl.drifts == tl.written_drifts;
+            (tl.tick(), held.then_some(tl.horizon))
+        });
+        if let Some(h) = horizon.filter(|&h| written[tick as usize] < h as i64) {
+            let d = w.describe(x);
+            w.fail(format!(
+                "{d}: its memory holds unit {h} tick {tick} as written, its state file {written:?}"
+            ));
+        }
+    }
+
+    fn note(&self, n: server::Note) {
+        self.w.borrow().note(|| format!("{}: {n:?}", self.x));
+    }
+}
+
 /// Runs a case in `scope`.
 fn run(scope: Scope, sc: &Scenario, trace: bool) -> Result<Stats, TestCaseError> {
     let mut w = World::new(scope, sc.seed, sc.workers, trace);
@@ -1647,36 +1868,12 @@ fn scenario() -> impl Strategy<Value = Scenario> {
     )
 }
 
-/// Runs the property over random cases in `scope` (256; `SNO_MODEL_CASES` sets another
-/// number, and proptest's `PROPTEST_RNG_SEED` a fixed seed). The counters of the run are
-/// printed (`--nocapture`); `SNO_MODEL_TRACE=1` prints the events of the minimal failing case.
+/// Runs the property over random cases in `scope` with the models' runner
+/// ([`model::property`]: 256 cases unless `SNO_MODEL_CASES` says otherwise, proptest's
+/// `PROPTEST_RNG_SEED` a fixed seed, `SNO_MODEL_TRACE=1` the events of the minimal failing
+/// case; the counters of the run printed with `--nocapture`).
 fn property(scope: Scope) {
-    let cases = std::env::var("SNO_MODEL_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(256);
-    let mut runner = TestRunner::new(Config {
-        cases,
-        failure_persistence: None,
-        max_shrink_iters: 20_000,
-        max_shrink_time: 60_000,
-        ..Config::default()
-    });
-    let totals = RefCell::new(Stats::default());
-    let result = runner.run(&scenario(), |sc| {
-        let stats = run(scope, &sc, false)?;
-        totals.borrow_mut().add(&stats);
-        Ok(())
-    });
-    if let Err(e) = result {
-        if let TestError::Fail(_, sc) = &e {
-            if std::env::var_os("SNO_MODEL_TRACE").is_some() {
-                let _ = run(scope, sc, true);
-            }
-        }
-        panic!("{e}");
-    }
-    eprintln!("{:#?}", totals.borrow());
+    model::property(256, scenario(), |sc, trace| run(scope, sc, trace));
 }
 
 /// The main property: no two servers of a Citus cluster ever make one ID, within what the
@@ -1695,12 +1892,7 @@ fn the_whole_model_finds_the_holes() {
 
 /// A world for hand-written cases: no server, every clock the same.
 fn hand() -> World {
-    World::bare(
-        Scope::EVERYTHING,
-        7,
-        false,
-        std::env::var_os("SNO_MODEL_TRACE").is_some(),
-    )
+    World::bare(Scope::EVERYTHING, 7, false, model::trace())
 }
 
 /// A group promoted more than 15 times: each promotion of a synchronous standby takes the
@@ -1718,14 +1910,14 @@ fn a_group_promoted_more_than_15_times_reuses_its_oldest_generation_after_its_bo
             w.generate(primary, 3, 0);
             w.now += 300;
         }
-        partitions.push(w.servers[primary].partition);
+        partitions.push(w.servers[primary].partition());
         let y = w.standby(primary, true).unwrap();
-        let before = w.servers[y].st;
+        let before = *w.servers[y].st();
         w.promote(y, false);
         w.generate(y, 0, 0);
         assert_eq!(w.failure.take(), None, "round {round}");
-        let p = w.servers[y].partition;
-        let j = w.judgments[&(w.servers[y].st.incarnation, p)];
+        let p = w.servers[y].partition();
+        let j = w.judgments[&(w.servers[y].st().incarnation, p)];
         if round >= 14 {
             // All 15 known: the generation used 15 promotions before, after its bound.
             assert_eq!(p, citus::partition(0, round + 1 - 15).unwrap());
@@ -1777,7 +1969,7 @@ fn an_async_standby_missing_the_tail_takes_a_new_generation() {
         w.now += 100;
     }
     assert_eq!(w.failure.take(), None);
-    assert_eq!(w.servers[y].partition, citus::partition(0, 1).unwrap());
+    assert_eq!(w.servers[y].partition(), citus::partition(0, 1).unwrap());
 }
 
 /// A clone beside its original is refused until `citus_add_node` gives it a group (then its
@@ -1793,7 +1985,7 @@ fn a_clone_is_refused_until_it_has_a_group_or_takes_over() {
     assert_eq!(w.gen_one(c), Err(Stop::Refused(Refusal::CitusCopy(0))));
     w.activate(c);
     w.generate(c, 0, 0);
-    assert_eq!(w.servers[c].partition, citus::partition(2, 0).unwrap());
+    assert_eq!(w.servers[c].partition(), citus::partition(2, 0).unwrap());
     // A clone of the worker, which then stops for good: take_over.
     let z = w.clone_of(worker).unwrap();
     assert_eq!(w.gen_one(z), Err(Stop::Refused(Refusal::CitusCopy(1))));
@@ -1801,7 +1993,7 @@ fn a_clone_is_refused_until_it_has_a_group_or_takes_over() {
     w.answer_copy(z, true);
     assert_eq!(w.stats.take_overs, 1);
     w.generate(z, 0, 0);
-    assert_eq!(w.servers[z].partition, citus::partition(1, 1).unwrap());
+    assert_eq!(w.servers[z].partition(), citus::partition(1, 1).unwrap());
     assert_eq!(w.failure.take(), None);
     assert_eq!(w.stats.dups, 0);
 }
@@ -1838,7 +2030,7 @@ fn hole_chained_async_failover() {
     w.servers[a].role = Role::Dead;
     w.promote(b, false);
     w.generate(b, 3, 0);
-    assert_eq!(w.servers[a].partition, citus::partition(0, 1).unwrap());
+    assert_eq!(w.servers[a].partition(), citus::partition(0, 1).unwrap());
     holds(&mut w);
 }
 
@@ -1917,7 +2109,7 @@ fn hole_pitr_twice_from_one_backup() {
 fn a_derived_partition_in_a_new_groups_range_does_not_refuse_a_clone() {
     let mut w = hand();
     let p = w.add_node(false);
-    let d = w.servers[p].partition;
+    let d = w.servers[p].partition();
     let h = citus::group_of(d);
     assert!(h != 0, "pick another seed");
     w.activate(p);
