@@ -5,12 +5,19 @@
 //! driven by random event orders; checked: no ID twice in the data that survives, and the rules of
 //! the range.
 //!
-//! The model drives the crate's pure code the way the glue does (`src/pg/generator/at.rs`:
-//! `generate_at_slow`, `grant`, `grant_here`; `src/pg/generator/durable.rs`: `grant_reserved`,
-//! `replay_grant`, `judge`, `generator_initialize`; `src/pg/shmem.rs`: `restore_state`):
+//! Each server's generator is the real one: the decisions of `src/generator/server.rs` (the
+//! room: [`server::judge`], [`server::settle`] and [`server::write`], [`server::generate_slow`],
+//! [`server::stop_plan`]) run over the server hosted in memory (`tests/model`'s
+//! [`model::Host`]: its [`server::Memory`] under a lock, cursor, epoch; this model supplies the
+//! clock, the configuration, the state file and WAL, and checks each judgment the room makes
+//! as it makes it, [`World::judged`]). Around the room, the model does what the glue does
+//! (`src/pg/generator/at.rs`: `generate_at_slow`, `grant`, `grant_here`;
+//! `src/pg/generator/durable.rs`: `grant_reserved`, `replay_grant`, `replay`; `hot.rs`: the fast
+//! path; `src/pg/shmem.rs`: `restore_state`); the grant's decision (`grant_reserved`, which stays
+//! in the glue) is the model's own copy, [`World::grant`]:
 //! * a session's first `sno_generate_at` (and each new grant) judges the lineage as
-//!   `sno_generate` does (this is what clears [`State::grants_blocked`] after a promotion), then
-//!   asks the allocator ([`State::grant_where`]: every reserved partition; on a Citus
+//!   `sno_generate` does (this is what clears [`State::grants_blocked`] after a promotion; the
+//!   worker then writes what changed), then asks the allocator ([`State::grant_where`]: every reserved partition; on a Citus
 //!   coordinator its generation's share, [`reserved::in_generation_share`], share 0 for an
 //!   explicit partition; a Citus worker asks the coordinator, not modelled: refused here),
 //!   records it ([`State::note_grant_to`] with the session's role, the state file, then the
@@ -18,11 +25,12 @@
 //!   tick 0, meta, granted partition, [`GrantCursor::take`] of the session's cursor for that meta
 //!   byte). When a cursor says `None` the session gets a new grant and every cursor starts
 //!   again;
-//! * the live generator makes IDs at its current unit with the lineage's judged partition. Its
-//!   model is deliberately simple: every `Gen` uses a unit no other `Gen` uses, so live IDs can
-//!   never collide with each other (that is `tests/lineage_model.rs`'s subject); what is checked
-//!   here is that they never use a granted partition, nor a reserved one the lineage did not use
-//!   before the range existed;
+//! * the live generator is `sno_generate`'s: the fast path, else the room's slow path, which
+//!   judges, writes the state file and the lineage record when it must and waits for the clock
+//!   (after crashes within a horizon). The clock moves on after each `Gen`, so no two `Gen`s
+//!   share a unit; the clock never goes back here (that, and the tick-tock timelines, are
+//!   `tests/lineage_model.rs`'s subject); what is checked here is that live IDs never use a
+//!   granted partition, nor a reserved one the lineage did not use before the range existed;
 //! * a WAL is a list of items: lineage records (the bytes of `wal_record::encode`,
 //!   replayed with `State::replay`), grant records (the bytes of `encode_grant`, replayed with
 //!   `note_grant_to`), and data rows (the IDs of a commit). A server's *data* is its WAL:
@@ -42,8 +50,8 @@
 //! their original on the same timeline (`at_start` with a `backup_label`, or a new
 //! `pg_control` inode), refused every grant until `take_over` (made under the HINT's
 //! condition: every server of the other lines stopped for good); servers stopped for good;
-//! clean and crash restarts (sessions lose their grants and cursors; a crash replays the tail
-//! of the server's WAL); crashes between "grant decided" and "grant recorded" (before the state
+//! clean and crash restarts (sessions lose their grants and cursors; a clean stop writes the
+//! exact high-water mark to the state file, a crash replays the tail of the server's WAL); crashes between "grant decided" and "grant recorded" (before the state
 //! file, or after it and before the WAL record); `sno.partition` changes (reserved ones,
 //! granted ones, the legacy one, new ones, 61439, none); pg_upgrade (the state file adopted,
 //! judged as a promotion).
@@ -82,7 +90,11 @@
 //!   is; no other refusal is `Reserved`;
 //! * state files round-trip (`State` compares structurally: `granted`, `grantees`,
 //!   `grants_blocked` included), as do lineage and grant records; a restart (clean or crash)
-//!   keeps every grant its WAL records and a crash after the state file keeps the grant decided.
+//!   keeps every grant its WAL records and a crash after the state file keeps the grant decided;
+//! * the room never counts as written what is not on disk: before each state file and lineage
+//!   record it writes, the horizon its timeline counts as covered is within the file's and the
+//!   last record's, and a lineage not dirty is the file's ([`World::check_durable`]: a room
+//!   that published before it persisted fails there).
 //!
 //! **Known bugs.** The main property tolerates four bugs in `src/` (counted in
 //! [`Stats::known_bugs`], except the last); [`the_model_without_the_known_bugs`] (ignored) does
@@ -116,29 +128,38 @@
 //! file; lost or corrupt state files (`tests/lineage_model.rs`); time windows and slices
 //! (`PARTITION-SPACE.md` points 3 and 4).
 //!
-//! `PROPTEST_CASES` sets the number of random cases (default 96), `PROPTEST_RNG_SEED` a fixed
-//! seed; `SNO_MODEL_TRACE=1` prints the events of a minimal failing case; `--nocapture` prints
+//! `SNO_MODEL_CASES` sets the number of random cases (default 96), `PROPTEST_RNG_SEED` a fixed
+//! seed (`tests/model`'s runner); `SNO_MODEL_TRACE=1` prints the events of a minimal failing case; `--nocapture` prints
 //! the counters of the run.
 
+mod model;
+
 use proptest::prelude::*;
-use proptest::test_runner::{Config as RunnerConfig, TestCaseError, TestError, TestRunner};
-use sno::generator::bound::Persisted;
+use proptest::test_runner::TestCaseError;
+use sno::generator::bound::{ticks, Persisted};
 use sno::generator::citus::{self, Node, Source};
+use sno::generator::cursor::Slice;
 use sno::generator::lineage::{GrantRefusal, Refusal, State, NO_GROUP, UPGRADED};
 use sno::generator::partition::derived_partition;
 use sno::generator::reserved::{self, GrantCursor};
+use sno::generator::server::{self, FileState, Host as _, Memory, SlowError, Wait};
 use sno::generator::state_file::{decode, encode};
+use sno::generator::timeline::Timeline;
 use sno::generator::wal_record::{self, decode_grant, encode_grant, GrantRecord};
 use sno::id::layout::MAX_UNITS;
 use sno::Sno;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::{BTreeSet, HashMap};
 use std::rc::Rc;
 
 /// The clock at the start of a case (4 ms units since 2010).
 const START_UNITS: u64 = 300_000_000;
-/// How far past the clock a lineage record's bound goes.
-const AHEAD: u64 = 500;
+/// `sno.max_clock_wait` of the model's servers, in units (10 s): a live ID waits for the clock
+/// at most this long (after crashes within a horizon).
+const MAX_WAIT: u64 = 2_500;
+/// `sno.idle_horizon` of the model's servers, in units: 0, no idle lease (the worker writes
+/// what is dirty or due, nothing ahead of an idle server: that is `tests/lineage_model.rs`'s).
+const IDLE_LEAD: u64 = 0;
 /// Servers a case may create.
 const MAX_SERVERS: usize = 40;
 /// The first of the past units backfills stamp.
@@ -352,12 +373,37 @@ struct Server {
     /// Ground truth: a copy (a standby, a clone, a restore) not promoted since, nor taken over.
     copy: bool,
     config: Config,
-    st: State,
+    /// The server's shared memory: the room's [`Memory`] (the lineage state under the lock
+    /// among it), the cursor, the epoch, the partition published. New at each start.
+    shared: Rc<model::Shared>,
+    /// The backend of the live generator (`sno_generate`).
+    live: model::Session<()>,
+    /// The worker's count of units opened at its last look ([`server::settle`]).
+    opened: u64,
+    /// The bound of the last lineage record this server wrote since it started.
+    logged: Option<Persisted>,
     /// The state file's bytes, and the state they hold.
     file: String,
     written: State,
     wal: Vec<Item>,
     sessions: Vec<Option<Session>>,
+}
+
+/// A server's shared memory at its start (the glue's `restore_state`, `src/pg/shmem.rs`): the
+/// lineage state read from the state file, the timeline resuming after its bound.
+fn started(st: State) -> Rc<model::Shared> {
+    let mut timeline = Timeline::restore(st.me, Slice::FULL);
+    timeline.recall(st.written_bound());
+    Rc::new(model::Shared::new(
+        Memory {
+            timeline,
+            units_opened: 0,
+            lineage: st,
+            judged: (u32::MAX, -1),
+            dirty: false,
+        },
+        FileState::Ready,
+    ))
 }
 
 /// A line: a cluster, or a clone of one (its `parent`), until a `take_over`.
@@ -405,9 +451,11 @@ struct Stats {
     legacy_live: u64,
     max_generation: u64,
     out_of_scope: u64,
+    /// Live IDs that waited for the clock (after crashes within a horizon).
+    clock_waits: u64,
 }
 
-impl Stats {
+impl model::Counters for Stats {
     fn add(&mut self, o: &Stats) {
         self.cases += o.cases;
         self.steps += o.steps;
@@ -434,6 +482,7 @@ impl Stats {
         self.legacy_live += o.legacy_live;
         self.max_generation = self.max_generation.max(o.max_generation);
         self.out_of_scope += o.out_of_scope;
+        self.clock_waits += o.clock_waits;
     }
 }
 
@@ -727,7 +776,10 @@ impl World {
             line,
             copy,
             config,
-            st,
+            shared: started(st),
+            live: model::Session::default(),
+            opened: 0,
+            logged: None,
             file: String::new(),
             written: st,
             wal,
@@ -742,6 +794,54 @@ impl World {
 
     fn room(&self) -> bool {
         self.servers.len() < MAX_SERVERS
+    }
+
+    /// Runs `f` with `x`'s generator hosted ([`model::Host`] over its shared memory and
+    /// [`Hosted`]); `take_over`: the call is `sno_generator_initialize(take_over => true)`.
+    fn hosted<R>(
+        &mut self,
+        x: usize,
+        take_over: bool,
+        f: impl FnOnce(&model::Host<Hosted>) -> R,
+    ) -> R {
+        let shared = self.servers[x].shared.clone();
+        let h = model::Host {
+            shared: &shared,
+            model: Hosted {
+                w: RefCell::new(self),
+                x,
+                take_over,
+                pre: Cell::new(None),
+            },
+        };
+        f(&h)
+    }
+
+    /// What the room may count as written is on disk: a horizon the timeline counts as
+    /// covering its current tick-tock timeline is within the state file's bound of that
+    /// timeline and within the last lineage record's written since the start; before the state
+    /// file is written (`file`), the lineage state in memory, unless it is dirty, is the file's.
+    /// Checked before each write of the room (`before`): a room that publishes before it
+    /// persists fails here.
+    fn check_durable(&mut self, x: usize, before: &str, file: bool) {
+        let (st, dirty, tl) = self.servers[x]
+            .shared
+            .read(|m| (m.lineage, m.dirty, m.timeline));
+        let s = &self.servers[x];
+        let t = (tl.written_drifts & 1) as usize;
+        let h = tl.horizon as i64;
+        let beyond = tl.drifts == tl.written_drifts
+            && (h > ticks(&s.written.me)[t] || s.logged.is_some_and(|l| h > ticks(&l)[t]));
+        let clean_differs = file && !dirty && st != s.written;
+        if clean_differs || beyond {
+            let msg = format!(
+                "{}: before {before}, the memory counts as written what is not on disk (clean lineage not the file's: {clean_differs}; horizon {h} of tick {t}, file {:?}, WAL {:?})",
+                self.describe(x),
+                s.written.me,
+                s.logged
+            );
+            self.fail(msg);
+        }
     }
 
     /// Writes `st` as `x`'s state file, and checks that it reads back.
@@ -760,7 +860,19 @@ impl World {
         let s = &mut self.servers[x];
         s.file = text;
         s.written = st;
-        s.st = st;
+    }
+
+    /// `x`'s lineage state (in its memory).
+    fn st(&self, x: usize) -> State {
+        self.servers[x].shared.lineage()
+    }
+
+    /// Installs `st` as `x`'s lineage state in memory, as the glue does outside the room
+    /// (`shmem::set_lineage`: a grant, redo).
+    fn set_st(&mut self, x: usize, st: State) {
+        let sh = &self.servers[x].shared;
+        sh.update(|m| m.lineage = st);
+        *sh.view.borrow_mut() = st;
     }
 
     /// Reads a state file into a copy (`restore_state`): `at_start` with a copy's evidence.
@@ -849,32 +961,20 @@ impl World {
         }
     }
 
-    /// A lineage record: the state file, then the WAL record, after a judgment that changed
-    /// the state.
-    fn persist_lineage(&mut self, x: usize) {
-        let mut st = self.servers[x].st;
-        st.written(Persisted {
-            horizon: (self.now + AHEAD).min(MAX_UNITS),
-            safe: -1,
-            drifts: 0,
-        });
-        self.write_file(x, st);
-        let tli = self.servers[x].tli;
-        let rec = wal_record::encode(&st, tli);
-        match wal_record::decode(&rec).ok() {
-            Some(r) if r.incarnation == st.incarnation && r.bound == st.me && r.timeline == tli => {
-            }
-            other => self.fail(format!("a lineage record does not read back: {other:?}")),
-        }
-        self.push(x, Kind::Lineage(rec));
-    }
-
     /// Redo of one item on standby (or restore) `y`.
     fn redo(&mut self, y: usize, it: &Item) {
-        let mut st = self.servers[y].st;
+        let mut st = self.st(y);
         match &it.kind {
             Kind::Lineage(rec) => match wal_record::decode(rec).ok() {
-                Some(r) => st.replay(r.incarnation, r.timeline, &r.partitions, r.bound),
+                Some(r) => {
+                    st.replay(r.incarnation, r.timeline, &r.partitions, r.bound);
+                    // As the glue's redo (`durable::replay`): this incarnation's own record (a
+                    // crash recovery) bounds its timeline too.
+                    if r.incarnation == st.incarnation {
+                        let sh = &self.servers[y].shared;
+                        sh.update(|m| m.timeline.absorb(r.bound, &sh.cursor));
+                    }
+                }
                 None => {
                     self.fail("an invalid lineage record in WAL".to_string());
                     return;
@@ -894,6 +994,7 @@ impl World {
         if st != s.written {
             self.write_file(y, st);
         }
+        self.set_st(y, st);
     }
 
     /// Standby `y` replays up to `n` more items of its primary's WAL.
@@ -924,16 +1025,43 @@ impl World {
         }
     }
 
-    /// The lineage's judgment (`sno_generate`'s, or the worker's), checked.
-    fn judge(&mut self, x: usize, force: bool) -> Result<u16, Refusal> {
-        let pre = self.servers[x].st;
+    /// The lineage's judgment as `sno_generate` makes it ([`server::judge`] under the lock;
+    /// `take_over`: `sno_generator_initialize(take_over => true)`), then the worker's look
+    /// ([`server::settle`]), which writes what the judgment changed. The partition published;
+    /// the judgment itself is checked as the room makes it ([`World::judged`]).
+    fn judge(&mut self, x: usize, take_over: bool) -> Result<u16, SlowError> {
+        let tli = self.servers[x].tli;
+        self.hosted(x, take_over, |h| {
+            h.locked(|m| server::judge(h, m, tli, take_over))
+        })?;
+        self.look(x);
+        Ok(self.servers[x].shared.partition.get())
+    }
+
+    /// The `sno lineage` worker's look at `x` ([`server::settle`]): it judges, and writes the
+    /// lineage if it changed (or the horizon if a renewal is due).
+    fn look(&mut self, x: usize) {
+        let tli = self.servers[x].tli;
+        let mut opened = self.servers[x].opened;
+        let r = self.hosted(x, false, |h| {
+            server::settle(h, tli, &mut opened, IDLE_LEAD, |w| w())
+        });
+        self.servers[x].opened = opened;
+        if let Err(e) = r {
+            self.fail(format!(
+                "{}: the worker's write failed: {e}",
+                self.describe(x)
+            ));
+        }
+    }
+
+    /// Checks a judgment the room just made for `x` (a locked section that published
+    /// `p`): `pre` is the lineage state it found, `take_over` whether `take_over` asked.
+    fn judged(&mut self, x: usize, pre: State, p: u16, take_over: bool) {
         let source = self.servers[x].config.source();
         let tli = self.servers[x].tli;
-        let mut st = pre;
-        let rng = &mut self.rng;
-        let j = st.judge_source(tli, source, force, || splitmix(rng))?;
-        let p = j.partition;
-        self.note(|| format!("judge {x} ({source:?}, force {force}): {j:?}"));
+        let (st, dirty) = self.servers[x].shared.read(|m| (m.lineage, m.dirty));
+        self.note(|| format!("judged {x} ({source:?}, take_over {take_over}): {p}"));
         if reserved::is_reserved(p) {
             let used = match source {
                 Source::Explicit(q) => q == p && (pre.is_mine(p) || pre.others(p).is_some()),
@@ -974,28 +1102,24 @@ impl World {
                 ));
             }
         }
-        if (pre.timeline != tli || force) && st.grants_blocked {
+        if (pre.timeline != tli || take_over) && st.grants_blocked {
             self.fail(format!(
                 "{}: still blocked after a promotion or take_over",
                 self.describe(x)
             ));
         }
         self.live_ever.insert(p);
-        self.servers[x].st = st;
         // KNOWN BUG (`bug_a_take_over_is_forgotten_at_a_restart`): a `take_over` that clears
-        // `grants_blocked` of a clone that judged before says `changed: false`, so the glue
-        // does not write the state file and a restart blocks the clone again. Tolerated, the
-        // model writes it (what a fix would make the glue do).
-        let unblocked_unchanged = !j.changed && pre.grants_blocked && !st.grants_blocked;
+        // `grants_blocked` of a clone that judged before says `changed: false`, so the room
+        // leaves the lineage clean and writes no state file: a restart blocks the clone again.
+        // Tolerated, the model marks it to be written (what a fix would make the room do).
+        let unblocked_unchanged = !dirty && pre.grants_blocked && !st.grants_blocked;
         if unblocked_unchanged && self.scope.tolerate_known_bugs {
             self.stats.known_bugs += 1;
+            self.servers[x].shared.update(|m| m.dirty = true);
         } else if unblocked_unchanged {
             self.note(|| format!("{x}: unblocked, but the judgment says unchanged"));
         }
-        if j.changed || (unblocked_unchanged && self.scope.tolerate_known_bugs) {
-            self.persist_lineage(x);
-        }
-        Ok(p)
     }
 
     /// A judgment, its refusals answered as their HINTs say.
@@ -1003,24 +1127,37 @@ impl World {
         for _ in 0..4 {
             match self.judge(x, false) {
                 Ok(p) => return Some(p),
-                Err(Refusal::Inherited(_)) => {
-                    let e = self.fresh_explicit();
-                    self.servers[x].config.explicit = Some(e);
-                }
-                Err(Refusal::CitusCopy(_)) => {
-                    let g = self.next_group;
-                    self.next_group += 1;
-                    self.servers[x].config.node = Some(g);
-                }
-                Err(r) => {
-                    let msg = format!("{}: refused {r:?}", self.describe(x));
-                    self.fail(msg);
-                    return None;
+                Err(e) => {
+                    if !self.answer(x, e) {
+                        return None;
+                    }
                 }
             }
         }
         self.fail(format!("{}: refused again and again", self.describe(x)));
         None
+    }
+
+    /// A refusal of `x`'s judgment answered as its HINT says (a new explicit partition, a new
+    /// Citus group); false (and a failure) for any other error.
+    fn answer(&mut self, x: usize, e: SlowError) -> bool {
+        match e {
+            SlowError::Refused(Refusal::Inherited(_)) => {
+                let e = self.fresh_explicit();
+                self.servers[x].config.explicit = Some(e);
+            }
+            SlowError::Refused(Refusal::CitusCopy(_)) => {
+                let g = self.next_group;
+                self.next_group += 1;
+                self.servers[x].config.node = Some(g);
+            }
+            e => {
+                let msg = format!("{}: refused {e:?}", self.describe(x));
+                self.fail(msg);
+                return false;
+            }
+        }
+        true
     }
 
     /// A grant for a session of `x` (`crash`: the server crashes before the grant is recorded,
@@ -1044,7 +1181,7 @@ impl World {
                 self.stats.refused_citus += 1;
                 return None;
             }
-            None if self.servers[x].st.citus_group != NO_GROUP => {
+            None if self.st(x).citus_group != NO_GROUP => {
                 self.stats.refused_citus += 1;
                 return None;
             }
@@ -1059,7 +1196,7 @@ impl World {
             }
         });
         self.last_owner = owner;
-        let st = self.servers[x].st;
+        let st = self.st(x);
         let copy = self.servers[x].copy;
         let line = self.servers[x].line;
         let allowed = |p: u16| share.is_none_or(|k| reserved::in_generation_share(p, k));
@@ -1121,14 +1258,14 @@ impl World {
             }
             self.stats.crashes_mid_grant += 1;
             self.restart(x, true, 255);
-            let knows = self.servers[x].st.granted.contains(p);
+            let knows = self.st(x).granted.contains(p);
             if file_written && !knows {
                 self.fail(format!(
                     "{}: forgot grant {p} its state file recorded",
                     self.describe(x)
                 ));
             }
-            if !knows && self.servers[x].st.grant() == Ok(p) {
+            if !knows && self.st(x).grant() == Ok(p) {
                 self.stats.regrant_after_crash += 1;
             }
             return None;
@@ -1151,6 +1288,7 @@ impl World {
             ));
         }
         self.write_file(x, s2);
+        self.set_st(x, s2);
         let g = GrantRecord {
             incarnation: s2.incarnation,
             partition: p,
@@ -1256,10 +1394,13 @@ impl World {
         Some(id)
     }
 
-    /// A start of `x` from its state file (its sessions are gone); `crash`: its WAL's last
-    /// `replay` items replayed after it.
+    /// A start of `x` from its state file (its sessions are gone); `crash`: memory lost, its
+    /// WAL's last `replay` items replayed after it; else the worker's clean stop first.
     fn restart(&mut self, x: usize, crash: bool, replay: u8) {
         self.flush(x);
+        if !crash && self.primary(x) {
+            self.stop(x);
+        }
         let (file, inode, tli) = {
             let s = &self.servers[x];
             (s.file.clone(), s.inode, s.tli)
@@ -1282,26 +1423,24 @@ impl World {
                 self.describe(x)
             ));
         }
+        let s = &mut self.servers[x];
+        s.sessions = (0..SESSIONS).map(|_| None).collect();
+        s.shared = started(st);
+        s.live = model::Session::default();
+        s.opened = 0;
+        s.logged = None;
+        if st != s.written {
+            self.write_file(x, st);
+        }
         if crash {
             let wal = &self.servers[x].wal;
             let from = wal.len().saturating_sub(replay as usize);
             let items: Vec<Item> = wal[from..].to_vec();
             for it in &items {
-                match &it.kind {
-                    Kind::Lineage(rec) => {
-                        if let Ok(r) = wal_record::decode(rec) {
-                            st.replay(r.incarnation, r.timeline, &r.partitions, r.bound);
-                        }
-                    }
-                    Kind::Grant(rec) => {
-                        if let Some(g) = decode_grant(rec) {
-                            st.note_grant_to(g.partition, g.role);
-                        }
-                    }
-                    Kind::Rows { .. } | Kind::Table(_) => {}
-                }
+                self.redo(x, it);
             }
         }
+        let st = self.st(x);
         let grants: Vec<u16> = self.servers[x].wal.iter().filter_map(granted_by).collect();
         if let Some(p) = grants.iter().find(|&&p| !st.granted.contains(p)) {
             self.fail(format!(
@@ -1309,13 +1448,17 @@ impl World {
                 self.describe(x)
             ));
         }
-        let s = &mut self.servers[x];
-        s.sessions = (0..SESSIONS).map(|_| None).collect();
-        s.st = st;
-        if st != s.written {
-            self.write_file(x, st);
-        }
         self.note(|| format!("restart {x} (crash {crash})"));
+    }
+
+    /// The worker's exit at a clean stop of `x` (the glue's `durable::stop`): the state file
+    /// gets the exact high-water mark ([`server::stop_plan`], [`server::stopped`]).
+    fn stop(&mut self, x: usize) {
+        let Some((st, p)) = self.hosted(x, false, |h| h.locked(server::stop_plan)) else {
+            return;
+        };
+        self.write_file(x, st);
+        self.hosted(x, false, |h| h.locked(|m| server::stopped(h, m, p)));
     }
 
     /// Every server knows the grant of every ID its data holds, and its live partitions.
@@ -1325,10 +1468,11 @@ impl World {
                 continue;
             }
             let s = &self.servers[x];
+            let st = s.shared.lineage();
             for it in &s.wal {
                 if let Kind::Grant(rec) = &it.kind {
                     if let Some(g) = decode_grant(rec) {
-                        let known = s.st.grantee(g.partition);
+                        let known = st.grantee(g.partition);
                         if known != g.role
                             && self.scope.tolerate_known_bugs
                             && self.file_only.contains(&(g.partition, known))
@@ -1353,9 +1497,9 @@ impl World {
                     let Some(id) = ids.first() else { continue };
                     let p = id.partition();
                     let known = if *live {
-                        s.st.is_mine(p) || s.st.others(p).is_some()
+                        st.is_mine(p) || st.others(p).is_some()
                     } else {
-                        s.st.granted.contains(p)
+                        st.granted.contains(p)
                     };
                     if !known {
                         let msg = format!(
@@ -1487,16 +1631,56 @@ impl World {
         true
     }
 
+    /// The live generator of `x` makes `n` IDs (`sno_generate`), at the clock's unit; the
+    /// clock then moves on one unit, so that no other `Gen` uses it.
     fn gen(&mut self, x: usize, n: u8) {
-        let Some(p) = self.live_judge(x) else { return };
-        let unit = self.now;
-        self.now += 1;
         self.pending_live = true;
         for i in 0..n.max(1) {
-            let id = Sno::new(unit, 0, METAS[i as usize % METAS.len()], p, u16::from(i));
+            let Some(id) = self.live_one(x, METAS[i as usize % METAS.len()]) else {
+                break;
+            };
             self.pending.push(id);
         }
+        self.now += 1;
         self.flush(x);
+    }
+
+    /// One `sno_generate(meta)` of `x`'s live backend: the glue's fast path (`hot.rs`: the
+    /// cursor, if the epoch is the backend's), else the room's slow path
+    /// ([`server::generate_slow`], which writes with [`server::write`] of
+    /// [`server::needed_now`] when it must); a refusal answered as its HINT says.
+    fn live_one(&mut self, x: usize, meta: u8) -> Option<Sno> {
+        let tli = self.servers[x].tli;
+        let sh = self.servers[x].shared.clone();
+        let mut b = self.servers[x].live;
+        if let Some((unit, tick, seq)) = sh.cursor.take(self.now) {
+            if sh.epoch.get() == b.epoch {
+                b.issued += 1;
+                self.servers[x].live = b;
+                return Some(Sno::new(unit, tick, meta, b.partition, seq));
+            }
+        }
+        for _ in 0..4 {
+            let r = self.hosted(x, false, |h| {
+                let write_now = || server::write(h, tli, server::needed_now);
+                let mut e = model::Entering {
+                    session: &mut b,
+                    tag: || (),
+                };
+                server::generate_slow(h, &mut e, tli, &write_now)
+            });
+            self.servers[x].live = b;
+            match r {
+                Ok((unit, tick, p, seq)) => return Some(Sno::new(unit, tick, meta, p, seq)),
+                Err(e) => {
+                    if !self.answer(x, e) {
+                        return None;
+                    }
+                }
+            }
+        }
+        self.fail(format!("{}: refused again and again", self.describe(x)));
+        None
     }
 
     fn at_unit(&self, x: usize, i: usize, meta: u8, kind: u8, d: u16) -> u64 {
@@ -1650,7 +1834,8 @@ impl World {
                             self.servers[x].copy = false;
                             self.stats.take_overs += 1;
                         }
-                        Err(Refusal::Inherited(_)) | Err(Refusal::CitusCopy(_)) => {
+                        Err(SlowError::Refused(Refusal::Inherited(_)))
+                        | Err(SlowError::Refused(Refusal::CitusCopy(_))) => {
                             self.fail(format!("{}: take_over refused", self.describe(x)));
                         }
                         Err(r) => self.fail(format!("{}: take_over: {r:?}", self.describe(x))),
@@ -1703,6 +1888,9 @@ impl World {
             Source::Explicit(q) => reserved::is_reserved(q) && self.legacy != Some(q),
             _ => false,
         };
+        // The worker judges at once (and writes what changed; a refusal is the sessions'),
+        // then a session judges.
+        self.look(x);
         match self.judge(x, false) {
             Ok(p) => {
                 if expect_reserved {
@@ -1712,8 +1900,8 @@ impl World {
                     ));
                 }
             }
-            Err(Refusal::Reserved { partition, granted }) => {
-                let knows = self.servers[x].st.granted.contains(partition);
+            Err(SlowError::Refused(Refusal::Reserved { partition, granted })) => {
+                let knows = self.st(x).granted.contains(partition);
                 if !expect_reserved || new != Source::Explicit(partition) || granted != knows {
                     self.fail(format!(
                         "{}: refused Reserved {{ {partition}, granted {granted} }} for {new:?} (legacy {:?}, granted {knows})",
@@ -1892,6 +2080,100 @@ impl World {
     }
 }
 
+/// A server as the room's [`model::Model`]: the world's clock, its configuration and draws,
+/// its state file and WAL; each judgment the room makes is checked ([`World::judged`]).
+struct Hosted<'w> {
+    w: RefCell<&'w mut World>,
+    x: usize,
+    take_over: bool,
+    /// The lineage state the current locked section found.
+    pre: Cell<Option<State>>,
+}
+
+impl model::Model for Hosted<'_> {
+    type Instant = u64;
+
+    fn clock(&self) -> u64 {
+        self.w.borrow().now
+    }
+
+    fn source(&self) -> Source {
+        self.w.borrow().servers[self.x].config.source()
+    }
+
+    fn citus_loaded(&self) -> bool {
+        self.w.borrow().servers[self.x].config.node.is_some()
+    }
+
+    fn draw(&self) -> u64 {
+        self.w.borrow_mut().draw()
+    }
+
+    fn put_file(&self, st: &State) -> std::io::Result<()> {
+        let mut w = self.w.borrow_mut();
+        w.check_durable(self.x, "the state file", true);
+        w.write_file(self.x, *st);
+        Ok(())
+    }
+
+    fn log_record(&self, st: &State, timeline: u32, _unimportant: bool) -> u64 {
+        let mut w = self.w.borrow_mut();
+        w.check_durable(self.x, "the lineage record", false);
+        let rec = wal_record::encode(st, timeline);
+        match wal_record::decode(&rec).ok() {
+            Some(r)
+                if r.incarnation == st.incarnation
+                    && r.bound == st.me
+                    && r.timeline == timeline => {}
+            other => w.fail(format!("a lineage record does not read back: {other:?}")),
+        }
+        let serial = w.push(self.x, Kind::Lineage(rec));
+        w.servers[self.x].logged = Some(st.me);
+        serial
+    }
+
+    fn flush(&self, _lsn: u64) {
+        // The model's WAL is durable as it is written.
+    }
+
+    fn now(&self) -> u64 {
+        self.w.borrow().now
+    }
+
+    fn turn_counts_from(&self, unit: u64) -> u64 {
+        unit
+    }
+
+    fn wait_for_unit(
+        &self,
+        until: u64,
+        from: u64,
+        why: Wait,
+        given_up: &dyn Fn() -> bool,
+    ) -> Result<bool, SlowError> {
+        let mut w = self.w.borrow_mut();
+        let now = w.now;
+        match model::wait(now, now, until, from, MAX_WAIT, why, given_up)? {
+            Some(d) => {
+                w.now += d;
+                w.stats.clock_waits += u64::from(d > 0);
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    fn enter(&self, memory: &Memory, _shared: &model::Shared) {
+        self.pre.set(Some(memory.lineage));
+    }
+
+    fn leave(&self, _shared: &model::Shared, section: &model::Section) {
+        if let (Some((p, _)), Some(pre)) = (section.published, self.pre.get()) {
+            self.w.borrow_mut().judged(self.x, pre, p, self.take_over);
+        }
+    }
+}
+
 /// Runs a case.
 fn run(scope: Scope, sc: &Scenario, trace: bool) -> Result<Stats, TestCaseError> {
     let mut w = World::new(scope, sc, trace);
@@ -1963,34 +2245,10 @@ fn scenario() -> impl Strategy<Value = Scenario> {
         })
 }
 
-/// Runs the property over random cases in `scope` (96; `PROPTEST_CASES` sets another number).
+/// Runs the property over random cases in `scope` (96; `SNO_MODEL_CASES` sets another
+/// number: [`model::property`]).
 fn property(scope: Scope) {
-    let cases = std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(96);
-    let mut runner = TestRunner::new(RunnerConfig {
-        cases,
-        failure_persistence: None,
-        max_shrink_iters: 10_000,
-        max_shrink_time: 60_000,
-        ..RunnerConfig::default()
-    });
-    let totals = RefCell::new(Stats::default());
-    let result = runner.run(&scenario(), |sc| {
-        let stats = run(scope, &sc, false)?;
-        totals.borrow_mut().add(&stats);
-        Ok(())
-    });
-    if let Err(e) = result {
-        if let TestError::Fail(_, sc) = &e {
-            if std::env::var_os("SNO_MODEL_TRACE").is_some() {
-                let _ = run(scope, sc, true);
-            }
-        }
-        panic!("{e}");
-    }
-    eprintln!("{:#?}", totals.borrow());
+    model::property(96, scenario(), |sc, trace| run(scope, sc, trace));
 }
 
 /// The main property: no ID twice in the surviving data, and the rules of the reserved range,
@@ -2036,7 +2294,7 @@ fn hand_granted(
         pre_granted,
         events,
     };
-    run(scope, &sc, std::env::var_os("SNO_MODEL_TRACE").is_some())
+    run(scope, &sc, model::trace())
 }
 
 fn at(s: u8, sess: u8, units: &[(u8, u16)]) -> Ev {
