@@ -1,4 +1,4 @@
--- sno_generate: IDs made inside the database (src/pg/generator/hot.rs), declared by hand like
+-- sno_generate: IDs made inside the database (src/pg/issuer/hot.rs), declared by hand like
 -- the type. pgrx generates no function of this file; the ones it generates are listed in
 -- sno_monitoring.sql.
 --

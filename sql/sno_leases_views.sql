@@ -1,5 +1,5 @@
 -- Partition leases: the trigger that notes a restored pool, the views and the privileges.
--- Since 0.8.0 (after the functions pgrx generates from src/pg/generator/lease.rs).
+-- Since 0.8.0 (after the functions pgrx generates from src/pg/issuer/lease.rs).
 
 -- A pool partition row inserted by anything but the registry itself (pg_restore, a data-only
 -- load) is noted in this server's lineage as granted (never granted again) and is never leased

@@ -10,7 +10,7 @@
 //! room's host over it and this model's [`Around`]), over the crate's pure code
 //! ([`State::judge_source`] with [`Source::Citus`], [`State::at_start`], [`State::replay`],
 //! [`State::written`], [`Timeline`], [`Cursor`], the state file and WAL record formats). What
-//! the glue does outside the room is the model's: the fast path (`src/pg/generator/hot.rs`),
+//! the glue does outside the room is the model's: the fast path (`src/pg/issuer/hot.rs`),
 //! redo (`durable.rs`: `replay`), start-up (`src/pg/shmem.rs`: `restore_state`), and what a
 //! backend reads of Citus (`src/pg/citus.rs`: `publish`). Each server has its shared memory (the
 //! lineage state, timeline, cursor, epoch and judgment), a state file (the bytes of

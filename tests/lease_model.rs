@@ -1,4 +1,4 @@
-//! A model of *partition leases*: the registry (`src/pg/generator/lease.rs`) driven by random
+//! A model of *partition leases*: the registry (`src/pg/issuer/lease.rs`) driven by random
 //! orders of acquires, renewals, releases, clock steps of the registry, replication to an
 //! asynchronous standby, failovers that lose the old primary's last records, PITR, and clones
 //! started beside their original; checked: no two leases any holder ever received can stamp

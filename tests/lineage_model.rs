@@ -9,8 +9,8 @@
 //! judged and published is checked ([`World::judged`]), and every state file the room writes
 //! ([`World::put_file`]). Around the room the model follows the PostgreSQL glue with the crate's
 //! pure code ([`State`], [`Timeline`], the cursor, the state file and WAL record formats):
-//! `sno_generate`'s fast path (`src/pg/generator/hot.rs`), `replay` and
-//! `sno_generator_initialize` (`src/pg/generator/durable.rs`), `restore_state` and
+//! `sno_generate`'s fast path (`src/pg/issuer/hot.rs`), `replay` and
+//! `sno_generator_initialize` (`src/pg/issuer/durable.rs`), `restore_state` and
 //! `start_timeline` (`src/pg/shmem.rs`). Each server has its lineage
 //! state, timeline and status in memory, a state file (real bytes from `state_file::encode`, read back
 //! with `state_file::decode`), a WAL (lineage records from `wal_record::encode`, decoded with
