@@ -346,6 +346,16 @@ impl State {
         }
     }
 
+    /// A grant record replayed from WAL: the partition is granted, and a named grantee replaces
+    /// the one a state file alone named (a grant written to the file, then lost in a crash before
+    /// its record, names a role whose grant never happened; the record is what was granted).
+    pub fn replay_grant(&mut self, p: u16, role: u32) {
+        self.note_grant_to(p, role);
+        if role != 0 && reserved::is_reserved(p) {
+            self.grantees[(p - reserved::FIRST) as usize] = role;
+        }
+    }
+
     /// The role reserved partition `p` was granted to (0: unknown or not granted).
     pub fn grantee(&self, p: u16) -> u32 {
         if reserved::is_reserved(p) {

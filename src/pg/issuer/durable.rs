@@ -289,7 +289,7 @@ pub fn replay_grant(s: &'static Shared, partition: u16, role: u32) {
     let written = shmem::writing(s, || {
         shmem::locked(s, |g| {
             let mut st = g.lineage;
-            st.note_grant_to(partition, role);
+            st.replay_grant(partition, role);
             keep_replayed(s, g, st)
         })
     });
