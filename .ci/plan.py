@@ -13,7 +13,7 @@ The set-up (Debian packages, Rust, cargo-pgrx, the PostgreSQL builds) has run be
   preload, each on a server of its own; every client test of tests/client/ that runs on V,
   each as its header declares (below); on the oldest and the newest major the #[pg_test] tier;
 - ALTER EXTENSION sno UPDATE from 0.1.0 (newest major) and from every release (oldest major),
-  and pg_upgrade from 15 to 18.
+  and pg_upgrade from 15 to 18; logical replication from 15 to 18 (tests/client/replication.sh).
 
 A client test declares what it needs in one header line, `# ci: KEY=VALUE ...`:
 - `majors=all|ends|15`: every major, the oldest and the newest, or PostgreSQL 15 only;
@@ -130,6 +130,11 @@ def plan(versions: list[str]) -> list[Job]:
             'bash tests/upgrade/pg_upgrade.sh "$("$(pg_config_for 15)" --bindir)" '
             '"$("$(pg_config_for 18)" --bindir)" "$SNO_JOB_PORT"'),
             deps=["install/15", "install/18"], ports=True, estimate=120, timeout=1200))
+        add(Job("replication/15-18", bash(
+            'SNO_PUBLISHER_BINDIR="$("$(pg_config_for 15)" --bindir)" SNO_PG_MAJOR=18 '
+            'bash tests/client/replication.sh "$SNO_WORK/jobs" "$SNO_JOB_PORT" '
+            '"$("$(pg_config_for 18)" --bindir)"'),
+            deps=["install/15", "install/18"], ports=True, estimate=40, timeout=900))
     return jobs
 
 

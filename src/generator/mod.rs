@@ -22,9 +22,12 @@
 //! - [`server`]: a running server's generator: when to judge, write and refuse, and the slow
 //!   path of `sno_generate`, over a host (the glue's shared memory and files, or a model's
 //!   memory);
+//! - [`arrival`]: rows of sno's own tables that arrive by logical replication, kept out (the
+//!   grants they name noted);
 //! - [`lineage`]: which partitions a data directory and the servers it shares history with
 //!   (standbys, copies, upgrades) have used, and what a server may do about them.
 
+pub mod arrival;
 pub mod bound;
 pub mod citus;
 pub mod cursor;

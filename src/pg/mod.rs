@@ -12,11 +12,14 @@
 //!   `sno_generator_initialize`, monitoring),
 //!   [`wal`] (the lineage WAL record), [`worker`] (the background worker that judges the
 //!   lineage after a promotion);
+//! - replication: [`arrival`] (the trigger that keeps sno's own tables out of logical
+//!   replication on the receiving side);
 //! - time-partitioned tables: [`time_partitions`] (a partition's bounds read from the catalog
 //!   without opening it, for the views of `sql/sno_time_partitions.sql`);
 //! - the SQL: every `CREATE` statement is in `sql/` (the type by hand, the functions pgrx
 //!   generates listed in each file's header).
 
+pub mod arrival;
 pub mod citus;
 pub mod encoded_text;
 pub mod errors;
@@ -90,6 +93,12 @@ mod tests;
         issuer::lease::sno_lease_incarnation,
         issuer::lease::sno_lease_space
     ]
+);
+
+::pgrx::extension_sql_file!(
+    "../../sql/sno_replication.sql",
+    name = "sno_replication",
+    requires = ["sno_leases_views", arrival::sno_internal_arrival]
 );
 
 /// Loads the extension: settings always; the shard table only while the postmaster preloads

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # shellcheck source-path=SCRIPTDIR
 # ALTER EXTENSION sno UPDATE from every earlier release (0.1.0, 0.2.0, 0.3.0, 0.4.0, 0.4.1, 0.5.0, 0.6.0, 0.7.0 and
-# 0.8.0, the last) to this version, with its package, while another role's objects wait in sno's schema:
+# 0.8.0, 0.8.1, the last) to this version, with its package, while another role's objects wait in sno's schema:
 #   1. The package is installed with the manual's commands into a private copy of a relocatable
 #      PostgreSQL, and the install scripts of the earlier releases as kept in sql/ beside it
 #      (the new library keeps every earlier version's C symbols: no old release is built).
@@ -44,8 +44,8 @@ source "$(dirname "${BASH_SOURCE[0]}")/../client/cluster.bash"
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 
-OLD_VERSIONS=(0.1.0 0.2.0 0.3.0 0.4.0 0.4.1 0.5.0 0.6.0 0.7.0 0.8.0)
-LAST_VERSION=0.8.0
+OLD_VERSIONS=(0.1.0 0.2.0 0.3.0 0.4.0 0.4.1 0.5.0 0.6.0 0.7.0 0.8.0 0.8.1)
+LAST_VERSION=0.8.1
 # The 0.1.0 -> 0.2.0 update script as 0.4.0 shipped it, before its search_path was pinned first.
 UNFIXED_COMMIT=ddb8f69
 NEW_VERSION="$(sed -n 's/^version = "\(.*\)"$/\1/p' "$root/Cargo.toml" | head -1)"

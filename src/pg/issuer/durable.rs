@@ -253,9 +253,10 @@ pub(super) struct GrantRequest<'a> {
     pub limit: Option<i32>,
 }
 
-/// A grant a restored database's `sno_reserved_grants` names, recorded in this server's lineage
-/// (state file, WAL) unless it is known already. Not in recovery (a table takes no rows there).
-pub(super) fn note_restored_grant(s: &'static Shared, partition: u16) {
+/// A grant a restored database's `sno_reserved_grants` names (or one another server's
+/// `sno_reserved_grants` or lease pool brings by logical replication: `crate::pg::arrival`),
+/// recorded in this server's lineage (state file, WAL) unless it is known already. Not in recovery (a table takes no rows there).
+pub(crate) fn note_restored_grant(s: &'static Shared, partition: u16) {
     if !crate::generator::reserved::is_reserved(partition)
         || shmem::locked(s, |g| g.lineage.granted.contains(partition))
         || s.state.load(Relaxed) != shmem::STATE_READY
