@@ -13,7 +13,8 @@ The set-up (Debian packages, Rust, cargo-pgrx, the PostgreSQL builds) has run be
   preload, each on a server of its own; every client test of tests/client/ that runs on V,
   each as its header declares (below); on the oldest and the newest major the #[pg_test] tier;
 - ALTER EXTENSION sno UPDATE from 0.1.0 (newest major) and from every release (oldest major),
-  and pg_upgrade from 15 to 18; logical replication from 15 to 18 (tests/client/replication.sh).
+  and pg_upgrade from 15 to 18; logical replication from 15 to 18 (tests/client/replication.sh),
+  and the manual's major upgrade by logical replication (tests/upgrade/by_replication.sh).
 
 A client test declares what it needs in one header line, `# ci: KEY=VALUE ...`:
 - `majors=all|ends|15`: every major, the oldest and the newest, or PostgreSQL 15 only;
@@ -135,6 +136,10 @@ def plan(versions: list[str]) -> list[Job]:
             'bash tests/client/replication.sh "$SNO_WORK/jobs" "$SNO_JOB_PORT" '
             '"$("$(pg_config_for 18)" --bindir)"'),
             deps=["install/15", "install/18"], ports=True, estimate=40, timeout=900))
+        add(Job("upgrade/by-replication-15-18", bash(
+            'bash tests/upgrade/by_replication.sh "$("$(pg_config_for 15)" --bindir)" '
+            '"$("$(pg_config_for 18)" --bindir)" "$SNO_JOB_PORT"'),
+            deps=["install/15", "install/18"], ports=True, estimate=30, timeout=900))
     return jobs
 
 
