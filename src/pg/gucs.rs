@@ -28,18 +28,69 @@ static IDLE_HORIZON_S: GucSetting<i32> = GucSetting::<i32>::new(60);
 /// per role (`ALTER ROLE ... SET`) and the role cannot raise its own.
 static RESERVED_LIMIT: GucSetting<i32> = GucSetting::<i32>::new(16);
 
-/// `sno.reserved_limit`.
+/// `sno.reserved_limit`, as the catalog says it now ([`per_role_now`]).
 pub fn reserved_limit() -> i32 {
-    RESERVED_LIMIT.get()
+    per_role_now("sno.reserved_limit", 0, 0..=4096).unwrap_or_else(|| RESERVED_LIMIT.get())
+}
+
+/// What `ALTER ROLE ... SET` and `ALTER DATABASE ... SET` give setting `name` now, for this
+/// session's login role in this database, in PostgreSQL's order (the role in this database, the
+/// role, the database), read from `pg_db_role_setting` at the call, and parsed with the
+/// setting's unit `flags` (a value outside `range` is ignored, as a session's start ignores it
+/// with a warning). A session reads those settings once, when it starts; a pooler keeps
+/// its server sessions for an hour, so a limit a superuser raised or lowered as a HINT says
+/// would not count for them until then. The per-role limits are read this way, so that it
+/// counts at the next call. `None` when the catalog sets none (the session's value holds:
+/// postgresql.conf, a superuser's `SET`), or outside a transaction.
+fn per_role_now(name: &str, flags: u32, range: std::ops::RangeInclusive<i32>) -> Option<i32> {
+    use pgrx::prelude::*;
+    // SAFETY: plain reads of this backend's state.
+    let (in_xact, role, db) = unsafe {
+        (
+            pg_sys::IsTransactionState(),
+            pg_sys::GetSessionUserId(),
+            pg_sys::MyDatabaseId,
+        )
+    };
+    if !in_xact {
+        return None;
+    }
+    let value = Spi::get_one_with_args::<String>(
+        "SELECT pg_catalog.substr(c.kv, pg_catalog.length($3) OPERATOR(pg_catalog.+) 2) \
+         FROM pg_catalog.pg_db_role_setting s, pg_catalog.unnest(s.setconfig) AS c(kv) \
+         WHERE s.setrole OPERATOR(pg_catalog.=) ANY (ARRAY[$1, 0::pg_catalog.oid]) \
+           AND s.setdatabase OPERATOR(pg_catalog.=) ANY (ARRAY[$2, 0::pg_catalog.oid]) \
+           AND NOT (s.setrole OPERATOR(pg_catalog.=) 0 AND s.setdatabase OPERATOR(pg_catalog.=) 0) \
+           AND pg_catalog.starts_with(c.kv, $3 OPERATOR(pg_catalog.||) '=') \
+         ORDER BY s.setrole OPERATOR(pg_catalog.=) 0, s.setdatabase OPERATOR(pg_catalog.=) 0 \
+         LIMIT 1",
+        &[role.into(), db.into(), name.into()],
+    )
+    .ok()
+    .flatten()?;
+    let value = std::ffi::CString::new(value).ok()?;
+    let mut parsed: i32 = 0;
+    // SAFETY: a NUL-terminated string; parse_int writes the result only, and the hint pointer
+    // may be NULL.
+    let ok = unsafe {
+        pg_sys::parse_int(
+            value.as_ptr(),
+            &mut parsed,
+            flags as i32,
+            std::ptr::null_mut(),
+        )
+    };
+    (ok && range.contains(&parsed)).then_some(parsed)
 }
 
 /// `sno.lease_max_ttl`: the longest TTL a partition lease may be acquired or renewed for (s).
 /// Superuser-settable (per role: `ALTER ROLE ... SET`).
 static LEASE_MAX_TTL_S: GucSetting<i32> = GucSetting::<i32>::new(600);
 
-/// `sno.lease_max_ttl`, in seconds.
+/// `sno.lease_max_ttl`, in seconds, as the catalog says it now ([`per_role_now`]).
 pub fn lease_max_ttl_s() -> i32 {
-    LEASE_MAX_TTL_S.get()
+    per_role_now("sno.lease_max_ttl", pgrx::pg_sys::GUC_UNIT_S, 1..=86_400)
+        .unwrap_or_else(|| LEASE_MAX_TTL_S.get())
 }
 
 /// `sno.lease_limit`: how many partition leases whose window has not ended (released or not) a
@@ -49,7 +100,7 @@ static LEASE_LIMIT: GucSetting<i32> = GucSetting::<i32>::new(64);
 
 /// `sno.lease_limit`.
 pub fn lease_limit() -> i32 {
-    LEASE_LIMIT.get()
+    per_role_now("sno.lease_limit", 0, 0..=65_536).unwrap_or_else(|| LEASE_LIMIT.get())
 }
 
 /// `sno.sequence_min` / `sno.sequence_max`: the slice of the sequence pool `sno_generate`

@@ -13,22 +13,23 @@
 # (pgbench -C) backfill 20,000 rows through the same pool and take no grant more (4 in all); st
 # takes at most 2, se exactly 1 for 100 client connections each, and a client session of se
 # keeps its order. PgBouncer's RECONNECT (what server_lifetime and server_idle_timeout do in
-# time) replaces the server connections: the replacements take 4 more. On a fresh server
-# connection a first call in a READ ONLY transaction is refused (25006) and works once that
-# connection has a committed grant. (3) HINTs through the pooler, each followed as printed: a
-# role at its sno.reserved_limit (53400) and one at its sno.lease_limit (53400) print an ALTER
-# ROLE for "new sessions"; run by the DBA, a new client session is still refused, on the same
-# server connection (its session predates the ALTER ROLE, and prints the same ALTER ROLE again),
-# and works once RECONNECT replaced it. A limit lowered binds new sessions only: a pooled server
-# session opened before is granted past it. A TTL over sno.lease_max_ttl (22023): the TTL the
-# HINT proposes works at once. (4) Leases: acquire, renew and release as autocommit statements
-# from three client sessions on two server connections; an acquire inside BEGIN ... ROLLBACK on
-# tx is kept (0.8.1: not refused); 8 pgbench clients x 40 new connections acquire, renew and
-# release 320 leases; on st single statements work and BEGIN is refused by PgBouncer itself; the
-# leases take one pool partition per role whatever the server connections. (5) Every ID made:
-# each pgbench, client and pinned session's in one table with a primary key, each lease's IDs
-# (three units of its window x its whole slice, stamped as a holder would) beside them: zero
-# duplicates, and no two leases overlap.
+# time) replaces the server connections: the replacements take 4 more; a client gone inside a
+# transaction makes PgBouncer close its server connection, and the one opened next takes 1 more.
+# On a fresh server connection a first call in a READ ONLY transaction is refused (25006) and
+# works once that connection has a committed grant. (3) HINTs through the pooler, each followed
+# as printed: a role at its sno.reserved_limit (53400) and one at its sno.lease_limit (53400)
+# print an ALTER ROLE that "counts from the next call"; run by the DBA, the next client session's
+# call works, on the same pooled server connection, whose session predates the ALTER ROLE (0.9.0
+# reads the role's settings from the catalog at each check). A limit lowered binds a pooled
+# server session opened before it too. A TTL over sno.lease_max_ttl (22023): the TTL the HINT
+# proposes works at once. (4) Leases: acquire, renew and release as autocommit
+# statements from three client sessions on two server connections; an acquire inside BEGIN ...
+# ROLLBACK on tx is kept (0.8.1: not refused); 8 pgbench clients x 40 new connections acquire,
+# renew and release 320 leases; on st single statements work and BEGIN is refused by PgBouncer
+# itself; the leases take one pool partition per role whatever the server connections. (5) Every
+# ID made: each pgbench, client and pinned session's in one table with a primary key, each
+# lease's IDs (three units of its window x its whole slice, stamped as a holder would) beside
+# them: zero duplicates, and no two leases overlap.
 #
 # Usage: pgbouncer.sh SOCKET_DIR PORT BINDIR (only PORT and BINDIR are used: its own server on
 # PORT+501, PgBouncer on PORT+599).
@@ -56,7 +57,9 @@ CL_BIN["pgb"]=$CL_BINDIR
 bq() { qu pgb "$@"; }                                 # bq DB USER PSQL-ARGS...
 # PgBouncer's console, as Debian's set-up allows it: user pgbouncer, over the Unix socket, from
 # the OS user PgBouncer runs as (no admin_users needed).
-admin() { as_pg "$CL_BINDIR/psql" -X -q -At -v ON_ERROR_STOP=1 -h "$CL_WORK" -p "$PGB_PORT" -U pgbouncer -d pgbouncer -c "$1"; }
+admin() {
+    as_pg "$CL_BINDIR/psql" -X -q -At -v ON_ERROR_STOP=1 -h "$CL_WORK" -p "$PGB_PORT" -U pgbouncer -d pgbouncer -c "$1"
+}
 q() { node_sql a "$@"; }                              # the server itself, as postgres
 
 # Client sessions that stay open: psql reading a fifo, through PgBouncer.
@@ -130,15 +133,16 @@ cleanup() {
 trap cleanup EXIT
 
 # bench NAME DB USER PGBENCH-OPTIONS...: pgbench through PgBouncer with the script
-# $CL_WORK/NAME.sql; prints the transactions done; any error or aborted client is a failure.
+# $CL_WORK/NAME.sql; prints the transactions done, or, after any error or aborted client, what
+# pgbench said (so that the caller's check fails and shows it).
 bench() {
     local name="$1" db="$2" u="$3" rc=0
     shift 3
     "$CL_BINDIR/pgbench" -n -h "$CL_WORK" -p "$PGB_PORT" -U "$u" -f "$CL_WORK/$name.sql" "$@" "$db" \
         >"$CL_WORK/$name.out" 2>&1 || rc=$?
     if ((rc != 0)) || grep -qE "ERROR|aborted" "$CL_WORK/$name.out"; then
-        bad "pgbench $name through $db as $u exited $rc:"
-        grep -E "ERROR|aborted|HINT|DETAIL" "$CL_WORK/$name.out" | head -n 5 >&2
+        echo "pgbench exited $rc: $(grep -E "ERROR|aborted|HINT|DETAIL" "$CL_WORK/$name.out" | head -n 5)"
+        return 0
     fi
     sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' "$CL_WORK/$name.out"
 }
@@ -300,10 +304,24 @@ for s in r1 r2 r3 r4; do
     r="$(sess "$s" "BEGIN; $PIN")"
     new_pids+="${r%|*} "
 done
-for s in r1 r2 r3 r4; do sess "$s" "COMMIT;" >/dev/null; sess_close "$s"; done
 check "four sessions pinned again: four new server backends" \
     "$(tr ' ' '\n' <<<"$new_pids" | grep -v '^$' | sort -u | grep -cvxF -f <(tr ',' '\n' <<<"$old_pids"))" 4
-check "  the replacements took 4 grants more ($g1 before)" "$(grants backfill)" "$((g1 + 4))"
+sess r4 "COMMIT;" >/dev/null
+# A client that disconnects inside a transaction: PgBouncer closes its server connection, and the
+# next call that needs one (the other three held) opens another, which is granted another.
+gone="$(sess r4 "BEGIN; SELECT pg_backend_pid();")"
+sess_close r4
+for _ in $(seq 100); do
+    [[ "$(q "SELECT count(*) FROM pg_stat_activity WHERE pid = $gone")" == 0 ]] && break
+    sleep 0.1
+done
+check "a client gone inside a transaction: its server connection closed" \
+    "$(q "SELECT count(*) FROM pg_stat_activity WHERE pid = $gone")" 0
+r="$(bq tx backfill -c "INSERT INTO ids (id, who) VALUES (sno_generate_at(1, '2021-01-01 00:00:00+00'), 'bf-pin') RETURNING pid")"
+check "  the next call ran on a new one" "$(grep -cwF "$r" <<<"$new_pids $old_pids")" 0
+for s in r1 r2 r3; do sess "$s" "COMMIT;" >/dev/null; sess_close "$s"; done
+check "the replacements took 4 grants more, the connection after the disconnect 1 more ($g1 before)" \
+    "$(grants backfill)" "$((g1 + 5))"
 
 # ---------------------------------------------------------------------------------------------
 part "3. HINTs through the pooler, followed as printed"
@@ -317,27 +335,23 @@ bulk_pid="$(first_line)"
 echo "  HINT: $(msg_field HINT "$SAID")"
 stmt="$(hint_alter)"
 check "  its HINT's statement" "$stmt" "ALTER ROLE \"bulk\" SET sno.reserved_limit = 4;"
-check "  the HINT says it is for new sessions" "$(msg_field HINT "$SAID" | grep -c "new sessions")" 1
+check "  the HINT says it counts from the next call" "$(msg_field HINT "$SAID" | grep -c "counts from the role's next call")" 1
 q "$stmt" >/dev/null
-expect_state "  run by the DBA; a new client session: refused again" 53400 pgb tx bulk "SELECT pg_backend_pid()" "$BULK"
+expect_state "  run by the DBA; a new client session: works" ok pgb tx bulk "SELECT pg_backend_pid()" "$BULK"
 check "  on the same server connection, whose session started before the ALTER ROLE" "$(first_line)" "$bulk_pid"
-check "  whose HINT prints the same statement again (following it again changes nothing)" "$(hint_alter)" "$stmt"
-check "  it still sees the old limit" "$(bq tx bulk -c "SHOW sno.reserved_limit")" 2
-admin "RECONNECT tx" >/dev/null
-expect_state "  after RECONNECT tx: works" ok pgb tx bulk "SELECT pg_backend_pid()" "$BULK"
-check "  on a new server connection" "$(first_line | grep -cvxF "$bulk_pid")" 1
 for s in b1 b2; do sess "$s" "COMMIT;" >/dev/null; sess_close "$s"; done
 check "  bulk's grants: 3" "$(grants bulk)" 3
-# A limit lowered is not seen by a pooled server session either: one opened with the limit at 4
-# and no grant yet (while b3 holds the granted one), then the DBA lowers the limit to 3.
+# A limit lowered binds a pooled server session too: one opened with the limit at 4 and no grant
+# yet (while b3 holds another), then the DBA lowers the limit to 3.
+admin "RECONNECT tx" >/dev/null # fresh server connections, none granted yet
 sess_open b3 tx bulk
 sess b3 "BEGIN; SELECT 1;" >/dev/null
 low_pid="$(bq tx bulk -c "SELECT pg_backend_pid()")"
 q "ALTER ROLE bulk SET sno.reserved_limit = 3" >/dev/null
 expect_state "bulk's limit lowered to 3 (3 granted): a new session of its own is refused" 53400 a postgres bulk "$BULK"
-expect_state "  a pooled server session opened before: granted a 4th" ok pgb tx bulk "SELECT pg_backend_pid()" "$BULK"
+expect_state "  a pooled server session opened before: refused too" 53400 pgb tx bulk "SELECT pg_backend_pid()" "$BULK"
 check "  (that session)" "$(first_line)" "$low_pid"
-check "  bulk's grants: 4, over its limit of 3" "$(grants bulk)" 4
+check "  bulk's grants: 3, its limit" "$(grants bulk)" 3
 sess b3 "COMMIT;" >/dev/null
 sess_close b3
 
@@ -349,11 +363,8 @@ echo "  HINT: $(msg_field HINT "$SAID")"
 stmt="$(hint_alter)"
 check "  its HINT's statement" "$stmt" "ALTER ROLE \"tight\" SET sno.lease_limit = 4;"
 q "$stmt" >/dev/null
-expect_state "  run by the DBA; a new client session: refused again" 53400 pgb tx tight "SELECT pg_backend_pid()" "$ACQ(holder => 'tight-3', ttl => '60 s')"
+expect_state "  run by the DBA; a new client session: granted" ok pgb tx tight "SELECT pg_backend_pid()" "$ACQ(holder => 'tight-3', ttl => '60 s')"
 check "  on the same server connection" "$(first_line)" "$tight_pid"
-admin "RECONNECT tx" >/dev/null
-expect_state "  after RECONNECT tx: granted" ok pgb tx tight "SELECT pg_backend_pid()" "$ACQ(holder => 'tight-3', ttl => '60 s')"
-check "  on a new server connection" "$(first_line | grep -cvxF "$tight_pid")" 1
 
 expect_state "svc asks for a 1 hour TTL (sno.lease_max_ttl 10 min)" 22023 pgb tx svc "$ACQ(holder => 'long', ttl => '1 hour')"
 echo "  HINT: $(msg_field HINT "$SAID")"

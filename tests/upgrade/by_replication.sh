@@ -36,7 +36,8 @@ for b in "$SUBSCRIBE" "$SWITCH"; do
 done
 # run_on_new BLOCK: the page's block on the new server, its first line (OLD=...) naming the old.
 run_on_new() {
-    local old="OLD='host=$CL_WORK port=$(node_port old) dbname=app user=postgres'"
+    local old
+    old="OLD='host=$CL_WORK port=$(node_port old) dbname=app user=postgres'"
     as_pg env PATH="$(node_bindir new):$PATH" PGHOST="$CL_WORK" PGPORT="$(node_port new)" PGUSER=postgres \
         bash -euo pipefail -c "cd /; $old
 $(tail -n +2 <<<"$1")" || die "the page's block failed on the new server"
