@@ -11,6 +11,8 @@
 //! - [`state_file`]: the durable state file (`sno_generator.state`), encoded and decoded;
 //! - [`lost`]: the record of a lost state file (`sno_generator.lost`): the partition
 //!   configured when a start found it missing or unusable;
+//! - [`unrecorded`]: the record of grants a restore loaded while sno was not preloaded
+//!   (`sno_generator.unrecorded`), which blocks grants until they are read back;
 //! - [`wal_record`]: the payload of the `sno` WAL record (a lineage bound), encoded and decoded,
 //!   every field checked before redo merges it;
 //! - [`citus`]: the partitions of a Citus cluster's node groups, two groups never sharing one;
@@ -40,4 +42,5 @@ pub mod reserved;
 pub mod server;
 pub mod state_file;
 pub mod timeline;
+pub mod unrecorded;
 pub mod wal_record;

@@ -123,6 +123,11 @@ pub enum Problem<'a> {
     // --- The reserved space and `sno_generate_at` --------------------------------------
     /// A copy that may run beside its original grants no reserved partition.
     GrantOnCopy,
+    /// A restore loaded grants while sno was not preloaded (`sno_generator.unrecorded`): none
+    /// is granted (nor leased from a new pool partition) until they are read back.
+    GrantsUnrecorded { leases: bool },
+    /// The record of such a restore could not be written or removed.
+    UnrecordedNotWritten(&'a std::io::Error),
     /// Every reserved partition is granted or used.
     ReservedExhausted,
     /// The role was granted as many reserved partitions on this server as its limit allows.
@@ -478,6 +483,22 @@ impl Problem<'_> {
             )
             .detail("sno_generate_at makes IDs with a reserved partition granted to its session. The server this one was copied from may grant the same partitions, so a copy running beside it grants none until it is promoted or replaces its original. A server that started without its generator state file (lost, or not copied by pg_upgrade) is refused the same way: it no longer knows which partitions were granted.")
             .hint("Make IDs for past times on the server this one was copied from. If this server replaces it, and that server and its standbys will never make IDs again, run SELECT sno_generator_initialize(take_over => true); as a superuser. If instead this server lost its state file, first run SELECT sno_reserved_relearn(); as a superuser in every database of this server that has sno, then that."),
+            Problem::GrantsUnrecorded { leases } => Report::new(
+                Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+                if *leases {
+                    "this server grants no sno partition lease until the grants a restore loaded are read back"
+                } else {
+                    "this server grants no reserved sno partition until the grants a restore loaded are read back"
+                },
+            )
+            .detail(format!("A restore loaded a database's reserved grants (sno_reserved_grants, the lease pool) while sno was not preloaded, so this server did not record them (the file \"{}\" in the data directory says so); a partition granted now could be one their rows use.", crate::generator::unrecorded::FILE_NAME))
+            .hint("As a superuser, run SELECT sno_reserved_relearn(); in every database of this server that has sno, then, in one of them, SELECT sno_generator_initialize(take_over => true);"),
+            Problem::UnrecordedNotWritten(e) => Report::new(
+                Code::ERRCODE_IO_ERROR,
+                format!("could not write or remove \"{}\": {e}", crate::generator::unrecorded::FILE_NAME),
+            )
+            .detail("The file records that a restore loaded reserved sno grants while sno was not preloaded; without it, this server could grant their partitions again once sno is preloaded.")
+            .hint("Check the data directory's free space and permissions, then run the restore (or the statement) again."),
             Problem::ReservedExhausted => Report::new(
                 Code::ERRCODE_PROGRAM_LIMIT_EXCEEDED,
                 "no reserved sno partition is left to grant",

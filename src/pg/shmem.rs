@@ -491,6 +491,16 @@ fn restore_state(s: &mut Shared) {
                     if backup_label { "it has a backup_label" } else { "global/pg_control is another file than the one the state was written for" }
                 );
             }
+            // A restore loaded grants while sno was not preloaded: none is granted until they
+            // are read back (crate::generator::unrecorded).
+            if crate::generator::unrecorded::exists(dir) && !st.grants_blocked {
+                pgrx::log!(
+                    "sno: \"{}\" is here: no reserved partition is granted until every database's grants are read back",
+                    crate::generator::unrecorded::FILE_NAME
+                );
+                st.grants_blocked = true;
+                st.grants_blocked_lasting = true;
+            }
             // sno 0.1.0 files do not say which explicit partition was in use: the configured
             // one at the first start after the update.
             let configured = u16::try_from(crate::pg::gucs::partition_setting()).ok();

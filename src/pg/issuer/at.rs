@@ -484,11 +484,15 @@ fn sno_reserved_grants_noted<'a>(
     }
     if let Some(row) = trigger.new() {
         let partition = row.get_by_name::<i32>("partition").ok().flatten();
-        if let (Some(p), Some(s)) = (
+        match (
             partition.and_then(|p| u16::try_from(p).ok()),
             shmem::shared(),
         ) {
-            super::durable::note_restored_grant(s, p);
+            (Some(p), Some(s)) => super::durable::note_restored_grant(s, p),
+            // sno is not preloaded: nothing to record the grant in; the record left blocks
+            // grants once it is, until the rows are read back.
+            (Some(_), None) => super::durable::note_unrecorded(),
+            _ => {}
         }
     }
     Ok(None)

@@ -224,6 +224,9 @@ pub(super) fn grant_reserved(s: &'static Shared, r: &GrantRequest) -> u16 {
             role: r.role_name,
             limit: r.limit.unwrap_or(0),
         }),
+        Err(Failed::Refused(GrantRefusal::Copy)) if unrecorded() => {
+            errors::raise(Problem::GrantsUnrecorded { leases: false })
+        }
         Err(Failed::Refused(GrantRefusal::Copy)) => errors::raise(Problem::GrantOnCopy),
         Err(Failed::Refused(GrantRefusal::Exhausted)) => errors::raise(Problem::ReservedExhausted),
     }
@@ -259,17 +262,21 @@ pub(super) struct GrantRequest<'a> {
 pub(crate) fn note_restored_grant(s: &'static Shared, partition: u16) {
     if !crate::generator::reserved::is_reserved(partition)
         || shmem::locked(s, |g| g.lineage.granted.contains(partition))
-        || s.state.load(Relaxed) != shmem::STATE_READY
     {
         return;
     }
+    // Without a usable state file yet (none made since a start without one), the grant is
+    // kept in memory and WAL: the file, once made, is written from memory.
+    let ready = s.state.load(Relaxed) == shmem::STATE_READY;
     let done = shmem::writing_interruptibly(s, || {
         let st = shmem::locked(s, |g| {
             let mut st = g.lineage;
             st.note_granted(partition);
             st
         });
-        put_file(s, &st)?;
+        if ready {
+            put_file(s, &st)?;
+        }
         let lsn = crate::pg::wal::log_grant(st.incarnation, partition, 0);
         crate::pg::wal::flush(lsn);
         shmem::locked(s, |g| {
@@ -282,6 +289,22 @@ pub(crate) fn note_restored_grant(s: &'static Shared, partition: u16) {
     if let Err(e) = done {
         raise_write(e);
     }
+}
+
+/// A grant a restore brings while sno is not preloaded: recorded nowhere, so the record
+/// `sno_generator.unrecorded` is left in the data directory (a backend's working directory),
+/// which blocks grants once sno is preloaded, until `sno_reserved_relearn()` in every database
+/// and `sno_generator_initialize(take_over => true)` ([`crate::generator::unrecorded`]).
+pub(crate) fn note_unrecorded() {
+    let dir = std::path::Path::new(".");
+    if let Err(e) = crate::generator::unrecorded::note(dir, shmem::fsync_enabled()) {
+        errors::raise(Problem::UnrecordedNotWritten(&e));
+    }
+}
+
+/// Whether a restore loaded grants here while sno was not preloaded, unread since.
+pub(super) fn unrecorded() -> bool {
+    crate::generator::unrecorded::exists(std::path::Path::new("."))
 }
 
 /// Redo of a grant record: the partition is never granted again here (nor by this server's
@@ -476,6 +499,14 @@ pub(super) fn generator_initialize(
                 }
                 (_, Ok(None)) => {
                     may_start_afresh(s, take_over)?;
+                    if unrecorded() && !take_over {
+                        // A restore loaded grants while sno was not preloaded: none is granted
+                        // until they are read back (the record's text says how).
+                        let mut l = g.lineage;
+                        l.grants_blocked = true;
+                        l.grants_blocked_lasting = true;
+                        shmem::set_lineage(s, g, l);
+                    }
                     g.dirty = true;
                     s.state.store(shmem::STATE_READY, Relaxed);
                     did = true;
@@ -513,7 +544,16 @@ pub(super) fn generator_initialize(
         })
     });
     match outcome {
-        Ok(did) => did,
+        Ok(did) => {
+            if take_over && unrecorded() {
+                // The superuser's word that every database's grants were read back.
+                let dir = std::path::Path::new(".");
+                if let Err(e) = crate::generator::unrecorded::forget(dir, shmem::fsync_enabled()) {
+                    errors::raise(Problem::UnrecordedNotWritten(&e));
+                }
+            }
+            did
+        }
         Err(e) => raise_slow(s, e),
     }
 }

@@ -280,7 +280,12 @@ fn sno_lease_partition_noted(partition: i32) -> i32 {
     let p = u16::try_from(partition)
         .ok()
         .filter(|&p| reserved::is_reserved(p));
-    let (Some(s), Some(p)) = (shmem::shared(), p) else {
+    let Some(p) = p else {
+        return 2;
+    };
+    let Some(s) = shmem::shared() else {
+        // sno is not preloaded: nothing to record the grant in (see note_unrecorded).
+        super::durable::note_unrecorded();
         return 2;
     };
     let known = shmem::locked(s, |g| g.lineage.granted.contains(p));

@@ -351,6 +351,9 @@ fn acquire(a: &Ask) -> Answer {
     let s = judged();
     let k = share(s);
     let (me, may_grant) = incarnation(s);
+    if !may_grant && super::durable::unrecorded() {
+        errors::raise(Problem::GrantsUnrecorded { leases: true });
+    }
     if !may_grant {
         errors::raise(Problem::LeaseOnCopy);
     }
