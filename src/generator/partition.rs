@@ -45,4 +45,31 @@ mod tests {
             partition_from_system_identifier(42)
         );
     }
+
+    /// The odds `doc/fleet.md` gives: n independent servers with derived partitions, each uniform
+    /// over the 61,440 partitions below the reserved range (the lineage draws again on a
+    /// reserved one), and the chance that two of them share one.
+    #[test]
+    fn derived_collision_odds_as_the_fleet_page_says() {
+        let odds = |n: u32| {
+            let free: f64 = (0..n).map(|i| 1.0 - f64::from(i) / 61_440.0).product();
+            100.0 * (1.0 - free)
+        };
+        assert_eq!(format!("{:.2} %", odds(10)), "0.07 %");
+        assert_eq!(format!("{:.1} %", odds(100)), "7.7 %");
+        assert_eq!(format!("{:.2} %", odds(1000)), "99.97 %");
+        // And the partitions drawn are spread over that range as a uniform draw would be: of
+        // 20,000 clusters' first draws, about 18,750 fall below the reserved range and fill
+        // about 61,440 * (1 - e^(-18750/61440)) = 16,170 distinct partitions.
+        let mut seen = std::collections::HashSet::new();
+        let mut x: u64 = 1;
+        for _ in 0..20_000 {
+            x = mix(x);
+            let p = derived_partition(x, mix(x ^ 7));
+            if p < 61_440 {
+                seen.insert(p);
+            }
+        }
+        assert!((15_800..16_500).contains(&seen.len()), "{}", seen.len());
+    }
 }
