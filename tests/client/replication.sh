@@ -125,8 +125,11 @@ for db in s_all s_list; do
     check "$db: no apply or sync error" \
         "$(q sub "$db" "SELECT coalesce(sum(apply_error_count + sync_error_count), -1) FROM pg_stat_subscription_stats")" 0
 done
-check "no conflict in the subscriber's log" \
-    "$(grep -c -E 'duplicate key|conflict|exited with exit code [1-9]' "$(node_log sub)" || true)" 0
+# PostgreSQL 18 logs an UPDATE or DELETE whose row is missing as a conflict, and skips it: the
+# publisher's updates of its own sno_internal rows, which were kept out here. No other.
+check "no duplicate key, failed worker, or conflict in the subscriber's log but sno's own rows' update_missing or delete_missing" \
+    "$(grep -E 'duplicate key|conflict|exited with exit code [1-9]' "$(node_log sub)" |
+        grep -c -v -E 'conflict detected on relation "sno_internal\.[a-z_]+": conflict=(update|delete)_missing' || true)" 0
 pub_events="$(q pub postgres "SELECT count(*) || '|' || md5(string_agg(id::text || ':' || n, ',' ORDER BY id)) FROM events WHERE server = 1")"
 pub_fill="$(q pub postgres "SELECT count(*) || '|' || md5(string_agg(id::text, ',' ORDER BY id)) FROM pub_backfill")"
 for db in s_all s_list; do
