@@ -4,6 +4,25 @@
 use crate::generator::arrival::{self, Arrival, Change, Internal};
 use pgrx::prelude::*;
 
+/// Set while sno writes a row of its own tables in this process (`OwnRow::writing`): the
+/// trigger lets it through, in a replication worker too.
+static OWN_ROW: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
+
+/// A row sno writes itself, while the guard lives (cleared on drop, and at an error's unwind).
+pub struct OwnRow(bool);
+
+impl OwnRow {
+    pub fn writing() -> OwnRow {
+        OwnRow(OWN_ROW.swap(true, core::sync::atomic::Ordering::Relaxed))
+    }
+}
+
+impl Drop for OwnRow {
+    fn drop(&mut self) {
+        OWN_ROW.store(self.0, core::sync::atomic::Ordering::Relaxed);
+    }
+}
+
 /// Whether this process applies changes another server published (a logical replication
 /// apply or table-synchronization worker, or a replication extension's), by its background
 /// worker entry.
@@ -64,7 +83,8 @@ fn sno_internal_arrival<'a>(
         );
         unreachable!()
     };
-    match arrival::arrival(table, change, replicating()) {
+    let replicated = replicating() && !OWN_ROW.load(core::sync::atomic::Ordering::Relaxed);
+    match arrival::arrival(table, change, replicated) {
         Arrival::Apply => Ok(match change {
             Change::Delete => trigger.old(),
             _ => trigger.new(),
@@ -75,8 +95,14 @@ fn sno_internal_arrival<'a>(
                 .new()
                 .and_then(|row| row.get_by_name::<i32>("partition").ok().flatten())
                 .and_then(|p| u16::try_from(p).ok());
-            if let (Some(p), Some(s)) = (partition, crate::pg::shmem::shared()) {
-                crate::pg::issuer::durable::note_restored_grant(s, p);
+            match (partition, crate::pg::shmem::shared()) {
+                (Some(p), Some(s)) => crate::pg::issuer::durable::note_restored_grant(s, p),
+                // Dropped unrecorded, its partition could be granted here once sno is
+                // preloaded: the apply fails (and is retried) until it is.
+                (Some(p), None) => {
+                    crate::pg::errors::raise(crate::pg::errors::Problem::ArrivalNotPreloaded(p))
+                }
+                _ => {}
             }
             Ok(None)
         }

@@ -126,6 +126,8 @@ pub enum Problem<'a> {
     /// A restore loaded grants while sno was not preloaded (`sno_generator.unrecorded`): none
     /// is granted (nor leased from a new pool partition) until they are read back.
     GrantsUnrecorded { leases: bool },
+    /// A publisher's grant arrived by logical replication where sno is not preloaded.
+    ArrivalNotPreloaded(u16),
     /// The record of such a restore could not be written or removed.
     UnrecordedNotWritten(&'a std::io::Error),
     /// Every reserved partition is granted or used.
@@ -493,6 +495,12 @@ impl Problem<'_> {
             )
             .detail(format!("A restore loaded a database's reserved grants (sno_reserved_grants, the lease pool) while sno was not preloaded, so this server did not record them (the file \"{}\" in the data directory says so); a partition granted now could be one their rows use.", crate::generator::unrecorded::FILE_NAME))
             .hint("As a superuser, run SELECT sno_reserved_relearn(); in every database of this server that has sno, then, in one of them, SELECT sno_generator_initialize(take_over => true);"),
+            Problem::ArrivalNotPreloaded(p) => Report::new(
+                Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+                format!("cannot apply another server's grant of reserved sno partition {p}: sno is not preloaded here"),
+            )
+            .detail("Rows of sno's own tables that arrive by logical replication are kept out, and the reserved partitions they name are recorded as granted, so that this server never grants them; without the sno library loaded at start-up there is nothing to record them in. The apply is retried.")
+            .hint("Add sno to shared_preload_libraries in postgresql.conf (shared_preload_libraries = 'sno') and restart the server; the replication goes on then."),
             Problem::UnrecordedNotWritten(e) => Report::new(
                 Code::ERRCODE_IO_ERROR,
                 format!("could not write or remove \"{}\": {e}", crate::generator::unrecorded::FILE_NAME),

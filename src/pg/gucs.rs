@@ -40,8 +40,9 @@ pub fn reserved_limit() -> i32 {
 /// with a warning). A session reads those settings once, when it starts; a pooler keeps
 /// its server sessions for an hour, so a limit a superuser raised or lowered as a HINT says
 /// would not count for them until then. The per-role limits are read this way, so that it
-/// counts at the next call. `None` when the catalog sets none (the session's value holds:
-/// postgresql.conf, a superuser's `SET`), or outside a transaction.
+/// counts at the next call. `None` when the session's value holds: set in the session (a
+/// superuser's `SET`, a function's `SET` clause), or from postgresql.conf with no catalog setting;
+/// or outside a transaction.
 fn per_role_now(name: &str, flags: u32, range: std::ops::RangeInclusive<i32>) -> Option<i32> {
     use pgrx::prelude::*;
     // SAFETY: plain reads of this backend's state.
@@ -55,15 +56,27 @@ fn per_role_now(name: &str, flags: u32, range: std::ops::RangeInclusive<i32>) ->
     if !in_xact {
         return None;
     }
+    // The session's own value stands when it came from the session (a superuser's SET, a
+    // function's SET clause); otherwise what the catalog says now, in PostgreSQL's order (the
+    // role in this database, the role, the database, ALTER ROLE ALL); and when the catalog says
+    // nothing now but said something at the session's start (since reset), the built-in default.
     let value = Spi::get_one_with_args::<String>(
-        "SELECT pg_catalog.substr(c.kv, pg_catalog.length($3) OPERATOR(pg_catalog.+) 2) \
-         FROM pg_catalog.pg_db_role_setting s, pg_catalog.unnest(s.setconfig) AS c(kv) \
-         WHERE s.setrole OPERATOR(pg_catalog.=) ANY (ARRAY[$1, 0::pg_catalog.oid]) \
-           AND s.setdatabase OPERATOR(pg_catalog.=) ANY (ARRAY[$2, 0::pg_catalog.oid]) \
-           AND NOT (s.setrole OPERATOR(pg_catalog.=) 0 AND s.setdatabase OPERATOR(pg_catalog.=) 0) \
-           AND pg_catalog.starts_with(c.kv, $3 OPERATOR(pg_catalog.||) '=') \
-         ORDER BY s.setrole OPERATOR(pg_catalog.=) 0, s.setdatabase OPERATOR(pg_catalog.=) 0 \
-         LIMIT 1",
+        "WITH cur AS (SELECT source, boot_val FROM pg_catalog.pg_settings \
+                      WHERE name OPERATOR(pg_catalog.=) $3) \
+         SELECT CASE WHEN cur.source OPERATOR(pg_catalog.=) ANY (ARRAY['default', 'configuration file', \
+                     'command line', 'environment variable', 'global', 'database', 'user', 'database user']) \
+           THEN coalesce( \
+             (SELECT pg_catalog.substr(c.kv, pg_catalog.length($3) OPERATOR(pg_catalog.+) 2) \
+              FROM pg_catalog.pg_db_role_setting s, pg_catalog.unnest(s.setconfig) AS c(kv) \
+              WHERE s.setrole OPERATOR(pg_catalog.=) ANY (ARRAY[$1, 0::pg_catalog.oid]) \
+                AND s.setdatabase OPERATOR(pg_catalog.=) ANY (ARRAY[$2, 0::pg_catalog.oid]) \
+                AND pg_catalog.starts_with(c.kv, $3 OPERATOR(pg_catalog.||) '=') \
+              ORDER BY s.setrole OPERATOR(pg_catalog.=) 0, s.setdatabase OPERATOR(pg_catalog.=) 0 \
+              LIMIT 1), \
+             CASE WHEN cur.source OPERATOR(pg_catalog.=) ANY (ARRAY['global', 'database', 'user', 'database user']) \
+               THEN cur.boot_val END) \
+           END \
+         FROM cur",
         &[role.into(), db.into(), name.into()],
     )
     .ok()

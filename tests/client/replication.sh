@@ -15,7 +15,8 @@
 #      the reserved partitions the publisher granted arrive noted as granted: a new
 #      sno_generate_at session on the subscriber is granted none of them.
 #   3. Zero duplicates over every ID either server made, and the IDs that replicated are the
-#      publisher's, bit for bit.
+#      publisher's, bit for bit. A subscriber trigger calling sno_generate_at while the apply
+#      worker applies: its grant rows are recorded (sno's own rows pass the arrival trigger).
 # What it does not cover (issue 42's fleet rule, open): two servers that grant reserved
 # partitions or lease slices before they ever replicate may grant the same ones; the backfills
 # here use distinct times on each server for that reason.
@@ -94,6 +95,13 @@ check "both have sno_internal rows before subscribing" \
 check "the two servers' lease pools share partition numbers (the keys collide on replication)" \
     "$(q pub postgres "SELECT string_agg(partition::text, ',' ORDER BY partition) FROM sno_internal.lease_partitions")" \
     "$(q sub s_all "SELECT string_agg(partition::text, ',' ORDER BY partition) FROM sno_internal.lease_partitions")"
+# A subscriber's own trigger that calls sno_generate_at while the apply worker applies the
+# publisher's rows: sno's own grant row goes through (it is this server's, not the publisher's).
+q sub s_all "CREATE TABLE derived (id sno PRIMARY KEY, src sno)" \
+    "CREATE FUNCTION derive() RETURNS trigger LANGUAGE plpgsql SET search_path = public, pg_catalog AS \$\$ BEGIN
+         INSERT INTO derived VALUES (sno_generate_at(4, sno_time(NEW.id)), NEW.id); RETURN NULL; END \$\$" \
+    "CREATE TRIGGER derive AFTER INSERT ON events FOR EACH ROW WHEN (NEW.server = 1) EXECUTE FUNCTION derive()" \
+    "ALTER TABLE events ENABLE ALWAYS TRIGGER derive"
 sub_own_lease="$(q sub s_all "SELECT lease || ' ' || holder || ' ' || expires_at FROM sno_internal.leases WHERE holder = 'srv2-s_all-0'")"
 
 q pub postgres "CREATE PUBLICATION every_table FOR ALL TABLES" "CREATE PUBLICATION listed FOR TABLE events, pub_backfill"
@@ -163,10 +171,14 @@ new_grant="$(q sub s_all "SELECT sno_partition(sno_generate_at(3, timestamptz '2
 check "s_all: a new sno_generate_at grant is none the publisher granted ($pub_grants)" \
     "$(tr ',' '\n' <<<"$pub_grants" | grep -c -x "$new_grant" || true)" 0
 
+check "s_all: the grants its trigger took while applying are recorded (sno_reserved_grants)" \
+    "$(q sub s_all "SELECT count(*) > 0 AND bool_and(sno_partition(id) IN (SELECT partition FROM sno_reserved_grants)) FROM derived")" t
+
 # --- 3. zero duplicates over every ID ---------------------------------------------------------
 all_ids() { # every ID a server made, one per line
     q pub postgres "SELECT id FROM events WHERE server = 1 UNION ALL SELECT id FROM pub_backfill"
     for db in s_all s_list; do q sub "$db" "SELECT id FROM events WHERE server = 2 UNION ALL SELECT id FROM sub_backfill"; done
+    q sub s_all "SELECT id FROM derived"
 }
 ids="$(all_ids)"
 total="$(wc -l <<<"$ids")"

@@ -383,11 +383,13 @@ impl Extension {
         .unwrap_or(pg_sys::InvalidOid)
     }
 
-    /// Every reserved partition this database's table names.
+    /// Every reserved partition this database's tables name: its sessions' grants, and its
+    /// lease pool's partitions (both granted by a lineage allocator, whichever server's).
     pub(super) fn grants(&self) -> Vec<u16> {
         self.as_owner(|| {
             Spi::get_one::<Vec<i32>>(&format!(
-                "SELECT pg_catalog.array_agg(g.partition) FROM {} g",
+                "SELECT pg_catalog.array_agg(g.partition) FROM (SELECT partition FROM {} \
+                 UNION SELECT partition FROM sno_internal.lease_partitions) g",
                 self.table
             ))
             .unwrap_or_else(|e| error!("sno: cannot read {}: {e}", self.table))
@@ -400,6 +402,9 @@ impl Extension {
 
     /// Writes the grant's row, in the caller's transaction.
     fn record(&self, partition: u16) {
+        // sno's own row: written in any process, a logical replication worker's included (a
+        // subscriber's trigger or default calling sno_generate_at while it applies).
+        let _own = crate::pg::arrival::OwnRow::writing();
         self.as_owner(|| {
             Spi::run_with_args(
                 &format!(
@@ -502,7 +507,7 @@ fn sno_reserved_grants_noted<'a>(
 /// `sno_reserved_grants` names in the server's lineage (state file and WAL), as a restore's
 /// trigger does: after the state file was lost (or not copied by pg_upgrade), run in every
 /// database that has sno before `sno_generator_initialize(take_over => true)` lets the server
-/// grant again. Returns how many rows the table has.
+/// grant again. Returns how many partitions it names (its lease pool's included, since 0.9.0).
 #[pg_extern(volatile, parallel_unsafe)]
 fn sno_reserved_relearn() -> i32 {
     // SAFETY: plain read of the current user's attribute.
