@@ -83,7 +83,7 @@ pub fn remove(dir: &std::path::Path, fsync: bool) -> std::io::Result<()> {
 
 /// Flushes the directory `dir` (a refusal by the file system, EINVAL or EBADF, is not an
 /// error, as for PostgreSQL).
-fn sync_dir(dir: &std::path::Path) -> std::io::Result<()> {
+pub(crate) fn sync_dir(dir: &std::path::Path) -> std::io::Result<()> {
     match std::fs::File::open(dir)?.sync_all() {
         Err(e) if matches!(e.raw_os_error(), Some(libc::EINVAL) | Some(libc::EBADF)) => Ok(()),
         r => r,

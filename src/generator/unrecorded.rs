@@ -31,7 +31,7 @@ pub fn note(dir: &std::path::Path, fsync: bool) -> std::io::Result<()> {
     }
     std::fs::rename(&tmp, dir.join(FILE_NAME))?;
     if fsync {
-        sync_dir(dir)?;
+        super::lost::sync_dir(dir)?;
     }
     Ok(())
 }
@@ -41,17 +41,8 @@ pub fn forget(dir: &std::path::Path, fsync: bool) -> std::io::Result<()> {
     match std::fs::remove_file(dir.join(FILE_NAME)) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
         Err(e) => Err(e),
-        Ok(()) if fsync => sync_dir(dir),
+        Ok(()) if fsync => super::lost::sync_dir(dir),
         Ok(()) => Ok(()),
-    }
-}
-
-/// Flushes the directory `dir` (a refusal by the file system, EINVAL or EBADF, is not an
-/// error, as for PostgreSQL).
-fn sync_dir(dir: &std::path::Path) -> std::io::Result<()> {
-    match std::fs::File::open(dir)?.sync_all() {
-        Err(e) if matches!(e.raw_os_error(), Some(libc::EINVAL) | Some(libc::EBADF)) => Ok(()),
-        r => r,
     }
 }
 

@@ -2,8 +2,9 @@
 # shellcheck source-path=SCRIPTDIR
 # ci: majors=ends server=yes cpu=0 estimate=20
 # The documentation's SQL, run as printed: every ```sql block of the README's quick start and of
-# the manual's pages doc/sql-reference.md, doc/monitoring.md, doc/install.md, doc/adopting.md and
-# doc/services.md, in order, each
+# the manual's pages doc/sql-reference.md, doc/monitoring.md, doc/install.md, doc/adopting.md,
+# doc/services.md and doc/operations.md (its sh blocks run in by_replication.sh, dump_nopreload.sh
+# and removal.sh), in order, each
 # page in one session of a fresh database (doc/install.md in a database named app, the name its
 # snippet uses), with what the page says each statement prints or raises checked
 # (tests/docs/run_sql.py says how). The other pages' SQL is run by the tests of what they
@@ -29,7 +30,8 @@ export PGHOST="$host" PGPORT="$port" PGUSER=postgres PGOPTIONS='-c client_min_me
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 rc=0
 for spec in README.md:sno_doc_readme doc/sql-reference.md:sno_doc_sql_reference \
-    doc/monitoring.md:sno_doc_monitoring doc/install.md:app doc/adopting.md:sno_doc_adopting doc/services.md:sno_doc_services; do
+    doc/monitoring.md:sno_doc_monitoring doc/install.md:app doc/adopting.md:sno_doc_adopting doc/services.md:sno_doc_services \
+    doc/operations.md:sno_doc_operations; do
     page="${spec%%:*}" db="${spec#*:}"
     (cd "$root" && python3 tests/docs/run_sql.py "$bindir/psql" "${SNO_PG_MAJOR:-15}" "$page" "$db") || rc=1
     "$bindir/psql" -X -q -d postgres -c "DROP DATABASE IF EXISTS \"$db\"" || rc=1
