@@ -34,3 +34,16 @@ ALTER TABLE sno_internal.lease_ledger ENABLE ALWAYS TRIGGER arrival_by_replicati
 -- refuses to act as any other table's trigger too).
 REVOKE ALL ON FUNCTION @extschema@.sno_internal_arrival() FROM PUBLIC;
 COMMENT ON FUNCTION @extschema@.sno_internal_arrival() IS 'the trigger that keeps sno''s own tables out of logical replication on the receiving side';
+
+-- Members of a replicating group compare partitions over each subscription's connection ----------
+CREATE FUNCTION @extschema@.sno_member_hello(caller_id bigint, caller_partition integer, caller_made_ids boolean, caller_known text)
+    RETURNS TABLE (system_identifier bigint, partition integer, made_ids boolean, verdict text)
+    STRICT VOLATILE PARALLEL UNSAFE
+    LANGUAGE c AS 'MODULE_PATHNAME', 'sno_member_hello_wrapper';
+CREATE FUNCTION @extschema@.sno_member_check()
+    RETURNS TABLE (subscription text, peer_system_identifier bigint, peer_partition integer, peer_made_ids boolean, this_server text)
+    STRICT VOLATILE PARALLEL UNSAFE
+    LANGUAGE c AS 'MODULE_PATHNAME', 'sno_member_check_wrapper';
+REVOKE ALL ON FUNCTION @extschema@.sno_member_check() FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.sno_member_hello(bigint, integer, boolean, text) IS 'the publisher''s half of the handshake between members of a replicating group (called by the other server''s sno)';
+COMMENT ON FUNCTION @extschema@.sno_member_check() IS 'compares this server''s partition with the publisher of every subscription, at once';

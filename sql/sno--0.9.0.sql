@@ -7,7 +7,7 @@ The ordering of items is not stable, it is driven by a dependency graph.
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- src/pg/mod.rs:46
+-- src/pg/mod.rs:48
 -- bootstrap
 -- The sno type and everything that makes it a first-class PostgreSQL type: I/O, operators,
 -- btree/hash/BRIN operator classes, min/max, bytea casts, and the field functions.
@@ -544,7 +544,7 @@ CREATE CAST (varchar AS sno) WITH INOUT AS ASSIGNMENT;
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- src/pg/mod.rs:47
+-- src/pg/mod.rs:49
 -- requires:
 --   sno_type
 
@@ -628,7 +628,7 @@ AS 'MODULE_PATHNAME', 'generator_info_wrapper';
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- src/pg/issuer/durable.rs:412
+-- src/pg/issuer/durable.rs:436
 -- sno::pg::issuer::durable::sno_generator_initialize
 CREATE  FUNCTION "sno_generator_initialize"(
 	"force" bool DEFAULT false, /* bool */
@@ -690,7 +690,7 @@ AS 'MODULE_PATHNAME', 'sno_generator_status_wrapper';
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- src/pg/mod.rs:52
+-- src/pg/mod.rs:54
 -- requires:
 --   issuer::monitor::generator_info
 --   issuer::monitor::generator_backends
@@ -765,6 +765,40 @@ SELECT @extschema@.sno_generator_initialize();
 /* </end connected objects> */
 
 /* <begin connected objects> */
+-- src/pg/handshake.rs:546
+-- sno::pg::handshake::sno_member_check
+CREATE  FUNCTION "sno_member_check"() RETURNS TABLE (
+	"subscription" TEXT,  /* String */
+	"peer_system_identifier" bigint,  /* Option < i64 > */
+	"peer_partition" INT,  /* Option < i32 > */
+	"peer_made_ids" bool,  /* Option < bool > */
+	"this_server" TEXT  /* String */
+)
+STRICT VOLATILE PARALLEL UNSAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'sno_member_check_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- src/pg/handshake.rs:479
+-- sno::pg::handshake::sno_member_hello
+CREATE  FUNCTION "sno_member_hello"(
+	"caller_id" bigint, /* i64 */
+	"caller_partition" INT, /* i32 */
+	"caller_made_ids" bool, /* bool */
+	"caller_known" TEXT /* & str */
+) RETURNS TABLE (
+	"system_identifier" bigint,  /* i64 */
+	"partition" INT,  /* i32 */
+	"made_ids" bool,  /* bool */
+	"verdict" TEXT  /* String */
+)
+STRICT VOLATILE PARALLEL UNSAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'sno_member_hello_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
 -- src/pg/issuer/at.rs:281
 -- sno::pg::issuer::at::sno_reserved_grant
 CREATE  FUNCTION "sno_reserved_grant"(
@@ -776,7 +810,7 @@ AS 'MODULE_PATHNAME', 'sno_reserved_grant_wrapper';
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- src/pg/issuer/at.rs:502
+-- src/pg/issuer/at.rs:511
 -- sno::pg::issuer::at::sno_reserved_relearn
 CREATE  FUNCTION "sno_reserved_relearn"() RETURNS INT /* i32 */
 STRICT VOLATILE PARALLEL UNSAFE
@@ -802,7 +836,7 @@ AS 'MODULE_PATHNAME', 'sno_reserved_space_wrapper';
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- src/pg/arrival.rs:33
+-- src/pg/arrival.rs:52
 -- sno::pg::arrival::sno_internal_arrival
 CREATE FUNCTION "sno_internal_arrival"()
 	RETURNS TRIGGER
@@ -811,7 +845,7 @@ CREATE FUNCTION "sno_internal_arrival"()
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- src/pg/issuer/at.rs:464
+-- src/pg/issuer/at.rs:469
 -- sno::pg::issuer::at::sno_reserved_grants_noted
 CREATE FUNCTION "sno_reserved_grants_noted"()
 	RETURNS TRIGGER
@@ -820,7 +854,7 @@ CREATE FUNCTION "sno_reserved_grants_noted"()
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- src/pg/mod.rs:64
+-- src/pg/mod.rs:66
 -- requires:
 --   sno_monitoring
 --   issuer::monitor::sno_reserved_space
@@ -889,7 +923,7 @@ GRANT SELECT ON sno_reserved TO PUBLIC;
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- src/pg/mod.rs:73
+-- src/pg/mod.rs:75
 -- requires:
 --   sno_reserved
 
@@ -1529,7 +1563,7 @@ COMMENT ON PROCEDURE sno_drop_old_time_partitions(regclass, timestamptz) IS 'dro
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- src/pg/mod.rs:78
+-- src/pg/mod.rs:80
 -- requires:
 --   sno_time_partitions
 
@@ -1621,18 +1655,43 @@ COMMENT ON SEQUENCE sno_internal.lease_ids IS 'sno lease numbers, kept out of du
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- src/pg/issuer/lease.rs:238
--- sno::pg::issuer::lease::sno_lease_release
+-- src/pg/issuer/lease.rs:313
+-- sno::pg::issuer::lease::sno_lease_space
 -- requires:
 --   sno_leases
-CREATE  FUNCTION "sno_lease_release"(
-	"lease" bigint, /* Option < i64 > */
-	"token" uuid /* Option < Uuid > */
-) RETURNS void
-VOLATILE PARALLEL UNSAFE 
+CREATE  FUNCTION "sno_lease_space"() RETURNS TABLE (
+	"share" INT,  /* Option < i32 > */
+	"share_left" INT,  /* Option < i32 > */
+	"reserved_left" INT  /* Option < i32 > */
+)
+STRICT VOLATILE PARALLEL SAFE 
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'sno_lease_space_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- src/pg/issuer/lease.rs:274
+-- sno::pg::issuer::lease::sno_lease_partition_noted
+-- requires:
+--   sno_leases
+CREATE  FUNCTION "sno_lease_partition_noted"(
+	"partition" INT /* i32 */
+) RETURNS INT /* i32 */
+STRICT VOLATILE PARALLEL UNSAFE 
 SET search_path TO pg_catalog, pg_temp
 LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', 'sno_lease_release_wrapper';
+AS 'MODULE_PATHNAME', 'sno_lease_partition_noted_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- src/pg/issuer/lease.rs:305
+-- sno::pg::issuer::lease::sno_lease_incarnation
+-- requires:
+--   sno_leases
+CREATE  FUNCTION "sno_lease_incarnation"() RETURNS bigint /* Option < i64 > */
+STRICT VOLATILE PARALLEL SAFE 
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'sno_lease_incarnation_wrapper';
 /* </end connected objects> */
 
 /* <begin connected objects> */
@@ -1645,49 +1704,6 @@ STRICT VOLATILE PARALLEL UNSAFE
 SET search_path TO pg_catalog, pg_temp
 LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', 'sno_lease_take_over_wrapper';
-/* </end connected objects> */
-
-/* <begin connected objects> */
--- src/pg/issuer/lease.rs:167
--- sno::pg::issuer::lease::sno_lease_acquire
--- requires:
---   sno_leases
-CREATE  FUNCTION "sno_lease_acquire"(
-	"holder" TEXT, /* Option < EncodedText > */
-	"ttl" interval, /* Option < Interval > */
-	"sequences" INT DEFAULT 1024 /* Option < i32 > */
-) RETURNS SETOF sno_lease /* :: pgrx :: heap_tuple :: PgHeapTuple < '_, :: pgrx :: pgbox :: AllocatedByRust
-> */
-VOLATILE PARALLEL UNSAFE  
-SET search_path TO pg_catalog, pg_temp
-LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', 'lease_acquire_wrapper';
-/* </end connected objects> */
-
-/* <begin connected objects> */
--- src/pg/issuer/lease.rs:300
--- sno::pg::issuer::lease::sno_lease_incarnation
--- requires:
---   sno_leases
-CREATE  FUNCTION "sno_lease_incarnation"() RETURNS bigint /* Option < i64 > */
-STRICT VOLATILE PARALLEL SAFE 
-LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', 'sno_lease_incarnation_wrapper';
-/* </end connected objects> */
-
-/* <begin connected objects> */
--- src/pg/issuer/lease.rs:308
--- sno::pg::issuer::lease::sno_lease_space
--- requires:
---   sno_leases
-CREATE  FUNCTION "sno_lease_space"() RETURNS TABLE (
-	"share" INT,  /* Option < i32 > */
-	"share_left" INT,  /* Option < i32 > */
-	"reserved_left" INT  /* Option < i32 > */
-)
-STRICT VOLATILE PARALLEL SAFE 
-LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', 'sno_lease_space_wrapper';
 /* </end connected objects> */
 
 /* <begin connected objects> */
@@ -1708,21 +1724,39 @@ AS 'MODULE_PATHNAME', 'lease_renew_wrapper';
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- src/pg/issuer/lease.rs:274
--- sno::pg::issuer::lease::sno_lease_partition_noted
+-- src/pg/issuer/lease.rs:167
+-- sno::pg::issuer::lease::sno_lease_acquire
 -- requires:
 --   sno_leases
-CREATE  FUNCTION "sno_lease_partition_noted"(
-	"partition" INT /* i32 */
-) RETURNS INT /* i32 */
-STRICT VOLATILE PARALLEL UNSAFE 
+CREATE  FUNCTION "sno_lease_acquire"(
+	"holder" TEXT, /* Option < EncodedText > */
+	"ttl" interval, /* Option < Interval > */
+	"sequences" INT DEFAULT 1024 /* Option < i32 > */
+) RETURNS SETOF sno_lease /* :: pgrx :: heap_tuple :: PgHeapTuple < '_, :: pgrx :: pgbox :: AllocatedByRust
+> */
+VOLATILE PARALLEL UNSAFE  
 SET search_path TO pg_catalog, pg_temp
 LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', 'sno_lease_partition_noted_wrapper';
+AS 'MODULE_PATHNAME', 'lease_acquire_wrapper';
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- src/pg/mod.rs:83
+-- src/pg/issuer/lease.rs:238
+-- sno::pg::issuer::lease::sno_lease_release
+-- requires:
+--   sno_leases
+CREATE  FUNCTION "sno_lease_release"(
+	"lease" bigint, /* Option < i64 > */
+	"token" uuid /* Option < Uuid > */
+) RETURNS void
+VOLATILE PARALLEL UNSAFE 
+SET search_path TO pg_catalog, pg_temp
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'sno_lease_release_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- src/pg/mod.rs:85
 -- requires:
 --   sno_leases
 --   issuer::lease::lease_acquire
@@ -1806,10 +1840,12 @@ GRANT SELECT ON @extschema@.sno_lease_space TO PUBLIC;
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- src/pg/mod.rs:98
+-- src/pg/mod.rs:100
 -- requires:
 --   sno_leases_views
 --   arrival::sno_internal_arrival
+--   handshake::sno_member_hello
+--   handshake::sno_member_check
 
 -- sno's own tables and logical replication (since 0.9.0; src/pg/arrival.rs,
 -- src/generator/arrival.rs).
@@ -1841,5 +1877,17 @@ ALTER TABLE sno_internal.lease_ledger ENABLE ALWAYS TRIGGER arrival_by_replicati
 -- refuses to act as any other table's trigger too).
 REVOKE ALL ON FUNCTION @extschema@.sno_internal_arrival() FROM PUBLIC;
 COMMENT ON FUNCTION @extschema@.sno_internal_arrival() IS 'the trigger that keeps sno''s own tables out of logical replication on the receiving side';
+
+-- Members of a replicating group compare partitions over each subscription's connection
+-- (src/pg/handshake.rs). pgrx generates:
+--   sno_member_hello(caller_id bigint, caller_partition integer, caller_made_ids boolean,
+--       caller_known text)   (the publisher's half;
+--       a superuser or a REPLICATION role only, checked inside: what it is told can make this
+--       server refuse its own partition)
+--   sno_member_check()   (the round at once; superusers only: it uses the subscriptions'
+--       credentials)
+REVOKE ALL ON FUNCTION @extschema@.sno_member_check() FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.sno_member_hello(bigint, integer, boolean, text) IS 'the publisher''s half of the handshake between members of a replicating group (called by the other server''s sno)';
+COMMENT ON FUNCTION @extschema@.sno_member_check() IS 'compares this server''s partition with the publisher of every subscription, at once';
 /* </end connected objects> */
 

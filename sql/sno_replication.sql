@@ -28,3 +28,15 @@ ALTER TABLE sno_internal.lease_ledger ENABLE ALWAYS TRIGGER arrival_by_replicati
 -- refuses to act as any other table's trigger too).
 REVOKE ALL ON FUNCTION @extschema@.sno_internal_arrival() FROM PUBLIC;
 COMMENT ON FUNCTION @extschema@.sno_internal_arrival() IS 'the trigger that keeps sno''s own tables out of logical replication on the receiving side';
+
+-- Members of a replicating group compare partitions over each subscription's connection
+-- (src/pg/handshake.rs). pgrx generates:
+--   sno_member_hello(caller_id bigint, caller_partition integer, caller_made_ids boolean,
+--       caller_known text)   (the publisher's half;
+--       a superuser or a REPLICATION role only, checked inside: what it is told can make this
+--       server refuse its own partition)
+--   sno_member_check()   (the round at once; superusers only: it uses the subscriptions'
+--       credentials)
+REVOKE ALL ON FUNCTION @extschema@.sno_member_check() FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.sno_member_hello(bigint, integer, boolean, text) IS 'the publisher''s half of the handshake between members of a replicating group (called by the other server''s sno)';
+COMMENT ON FUNCTION @extschema@.sno_member_check() IS 'compares this server''s partition with the publisher of every subscription, at once';

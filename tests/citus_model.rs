@@ -432,6 +432,7 @@ fn started(st: State) -> Rc<Shared> {
         lineage: st,
         judged: (u32::MAX, -1),
         dirty: false,
+        members: sno::generator::member::Known::NONE,
     };
     Rc::new(Shared::new(memory, FileState::Ready))
 }

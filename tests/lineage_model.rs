@@ -480,6 +480,7 @@ impl Mem {
                 lineage: State::fresh(sysid, 0, 0, 0),
                 judged: (u32::MAX, -1),
                 dirty: false,
+                members: sno::generator::member::Known::NONE,
             },
             FileState::Missing,
             Know::default(),
@@ -1096,6 +1097,7 @@ impl World {
             lineage: st,
             judged: (u32::MAX, -1),
             dirty: false,
+            members: sno::generator::member::Known::NONE,
         };
         let mem = Mem::with(memory, status, know);
         self.note(|| format!("start {x} knows {:?}", mem.know));

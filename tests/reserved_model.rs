@@ -384,6 +384,7 @@ fn started(st: State) -> Rc<model::Shared> {
             lineage: st,
             judged: (u32::MAX, -1),
             dirty: false,
+            members: sno::generator::member::Known::NONE,
         },
         FileState::Ready,
     ))

@@ -444,6 +444,14 @@ impl State {
         self.entries[self.len as usize] = UNUSED;
     }
 
+    /// Whether a member of the lineage may have made IDs with `partition` (an entry with a
+    /// bound: this incarnation's, or a predecessor's that a promoted standby inherited).
+    pub fn made_ids_with(&self, partition: u16) -> bool {
+        self.entries()
+            .iter()
+            .any(|e| e.partition == partition && e.bound != NOTHING)
+    }
+
     /// Whether this incarnation used `partition`.
     pub fn is_mine(&self, partition: u16) -> bool {
         self.used_by_me.contains(partition)

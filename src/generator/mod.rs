@@ -26,6 +26,8 @@
 //!   memory);
 //! - [`arrival`]: rows of sno's own tables that arrive by logical replication, kept out (the
 //!   grants they name noted);
+//! - [`member`]: members of a replicating group: which of two servers with one partition goes
+//!   on and which is refused, and the record of a refusal (`sno_generator.member_conflict`);
 //! - [`lineage`]: which partitions a data directory and the servers it shares history with
 //!   (standbys, copies, upgrades) have used, and what a server may do about them.
 
@@ -37,6 +39,7 @@ pub mod forecast;
 pub mod lease;
 pub mod lineage;
 pub mod lost;
+pub mod member;
 pub mod partition;
 pub mod reserved;
 pub mod server;

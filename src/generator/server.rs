@@ -19,6 +19,7 @@ use crate::generator::bound::Persisted;
 use crate::generator::citus::{Node, Source};
 use crate::generator::cursor::Cursor;
 use crate::generator::lineage::{Refusal, State, NO_GROUP};
+use crate::generator::member::{Conflict, Known, Member, Verdict};
 use crate::generator::timeline::{Claim, Grant, Promise, Timeline};
 use crate::id::layout::MAX_UNITS;
 
@@ -72,6 +73,9 @@ pub struct Memory {
     pub judged: (u32, i64),
     /// The lineage state changed and must be written before the next ID.
     pub dirty: bool,
+    /// The members of a replicating group this server met, and its refusal if one came first
+    /// with its partition ([`crate::generator::member`]).
+    pub members: Known,
 }
 
 /// A number for `source`, kept in [`Memory::judged`]: the partition (0..=65535), -1 for a
@@ -98,6 +102,8 @@ pub enum SlowError {
     /// The lineage's judgment refused the partition (a copy beside its original, a Citus node
     /// that is not one yet).
     Refused(Refusal),
+    /// Another member of a replicating group came first with the partition.
+    Member(Conflict),
     /// `sno_generator_initialize` would start afresh with the partition in force when the
     /// state file was lost (its source key, -1 when not explicit).
     SameAsLost(i64),
@@ -261,12 +267,21 @@ pub fn judge<H: Host>(
     }
     let key = (timeline, source_key(source));
     if m.judged == key && !m.lineage.copied && !take_over {
-        return Ok(());
+        return match m.members.refuses() {
+            Some(c) => Err(SlowError::Member(c)),
+            None => Ok(()),
+        };
     }
     let mut st = m.lineage;
     let j = st
         .judge_source(timeline, source, take_over, || h.draw())
         .map_err(SlowError::Refused)?;
+    // Refused before anything changes, as the lineage's refusals are: a member of the group
+    // came first with this partition (or with the one before it, and this one is not checked
+    // yet).
+    if let Some(c) = m.members.refuses() {
+        return Err(SlowError::Member(c));
+    }
     // Closes the cursor: no backend goes on with what it read before this judgment.
     m.timeline.absorb(j.absorb, h.cursor());
     m.dirty |= j.changed;
@@ -286,6 +301,118 @@ pub fn judge<H: Host>(
         });
     }
     Ok(())
+}
+
+/// This server as a handshake with another member describes it: its partition (the configured
+/// one, else the one judged for use; `None` while a derived partition is not drawn yet) and
+/// whether its lineage may have made IDs with it. Under the lock.
+pub fn member<H: Host>(h: &H, m: &Memory) -> Option<Member> {
+    let partition = match h.source() {
+        Source::Explicit(p) => p,
+        _ if m.judged.0 != u32::MAX => h.partition(),
+        _ => return None,
+    };
+    Some(Member {
+        id: m.lineage.system_identifier,
+        partition,
+        made_ids: m.lineage.made_ids_with(partition),
+    })
+}
+
+/// A handshake with `peer`, another member of a replicating group: noted, and if the peer came
+/// first with this server's partition, this server is refused from here on (a new epoch sends
+/// every backend through [`judge`], which refuses). Returns this server's description and what
+/// it decided, and the refusal when this handshake made it (for the host to record). Under the
+/// lock.
+pub fn meet<H: Host>(
+    h: &H,
+    m: &mut Memory,
+    peer: Member,
+) -> Option<(Member, Verdict, Option<Conflict>)> {
+    let me = member(h, m)?;
+    let was = m.members.conflict;
+    let v = m.members.meet(&me, peer);
+    let new = (m.members.conflict != was)
+        .then_some(m.members.conflict)
+        .flatten();
+    if new.is_some() {
+        h.new_epoch();
+    }
+    Some((me, v, new))
+}
+
+/// What a server made of a handshake with another member ([`hear`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Heard {
+    /// This server, as it described itself.
+    pub me: Member,
+    /// What it decided about the peer itself.
+    pub verdict: Verdict,
+    /// A member beyond the peer (one the peer met) that came first with this server's partition:
+    /// their rows would meet at the peer.
+    pub via: Option<Member>,
+    /// The refusal this handshake made (for the host to record: file, WAL).
+    pub refused: Option<Conflict>,
+    /// The members this server met, the peer left out (what it tells the peer in turn).
+    pub known: Vec<Member>,
+}
+
+/// One side of a handshake with `peer`, another member of a replicating group, which told the
+/// members it met (`beyond`): both sides run it, the publisher on the subscriber's word (in
+/// `sno_member_hello`) and the subscriber on the publisher's answer, so each learns the group
+/// beyond the other. Under the lock.
+pub fn hear<H: Host>(h: &H, m: &mut Memory, peer: Member, beyond: &[Member]) -> Option<Heard> {
+    let was = m.members.conflict;
+    let (me, verdict, _) = meet(h, m, peer)?;
+    let mut via = None;
+    for k in beyond.iter().filter(|k| k.id != me.id && k.id != peer.id) {
+        if let Some((_, Verdict::Second, _)) = meet(h, m, *k) {
+            via = via.or(Some(*k));
+        }
+    }
+    let refused = (m.members.conflict != was)
+        .then_some(m.members.conflict)
+        .flatten();
+    let known = m
+        .members
+        .peers()
+        .iter()
+        .filter(|k| k.id != peer.id)
+        .copied()
+        .collect();
+    Some(Heard {
+        me,
+        verdict,
+        via,
+        refused,
+        known,
+    })
+}
+
+/// After a full round of handshakes (every subscription's publisher answered, or there are no
+/// subscriptions): lifts a refusal for a partition this server no longer uses; the round found
+/// no member first with the one it uses now. Returns whether it lifted one. Under the lock.
+pub fn checked<H: Host>(h: &H, m: &mut Memory) -> bool {
+    let now = match h.source() {
+        Source::Explicit(p) => Some(p),
+        _ if m.judged.0 != u32::MAX => Some(h.partition()),
+        _ => None,
+    };
+    let lifted = m.members.lift(now);
+    if lifted {
+        h.new_epoch();
+    }
+    lifted
+}
+
+/// The partition a refusal's HINT suggests: the next live one that no member this server met
+/// uses and no other member of its lineage used (which its judgment would refuse). Under the
+/// lock, or on a copy.
+pub fn suggest(m: &Memory, c: &Conflict) -> Option<u16> {
+    m.members
+        .suggest(c.partition, crate::generator::reserved::FIRST, |p| {
+            m.lineage.others(p).is_some() || p == c.partition
+        })
 }
 
 /// The durable state to write next for timeline `tl`: a renewed horizon, or the current one

@@ -130,6 +130,21 @@ pub enum Problem<'a> {
     ArrivalNotPreloaded(u16),
     /// The record of such a restore could not be written or removed.
     UnrecordedNotWritten(&'a std::io::Error),
+    // --- Members of a replicating group ---------------------------------------------------
+    /// Another member of a replicating group came first with this server's partition.
+    MemberConflict {
+        partition: u16,
+        peer: u64,
+        peer_made_ids: bool,
+        explicit: bool,
+        suggest: Option<u16>,
+    },
+    /// The partition changed after such a refusal, and was not compared with every member yet.
+    MemberUnchecked { was: u16, now: u16 },
+    /// `sno_member_hello()` by a role that is neither a superuser nor has REPLICATION.
+    MemberHelloDenied,
+    /// `sno_member_check()` by a non-superuser.
+    MemberCheckNotSuperuser,
     /// Every reserved partition is granted or used.
     ReservedExhausted,
     /// The role was granted as many reserved partitions on this server as its limit allows.
@@ -501,6 +516,43 @@ impl Problem<'_> {
             )
             .detail("Rows of sno's own tables that arrive by logical replication are kept out, and the reserved partitions they name are recorded as granted, so that this server never grants them; without the sno library loaded at start-up there is nothing to record them in. The apply is retried.")
             .hint("Add sno to shared_preload_libraries in postgresql.conf (shared_preload_libraries = 'sno') and restart the server; the replication goes on then."),
+            Problem::MemberConflict {
+                partition,
+                peer,
+                peer_made_ids,
+                explicit,
+                suggest,
+            } => Report::new(
+                Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+                format!("sno partition {partition} is also used by the server with system identifier {peer}, which replicates with this one"),
+            )
+            .detail(format!(
+                "Servers that exchange rows by logical replication make the same IDs if they share a partition. That server came first ({}), so this one makes no ID with partition {partition}: sno_generate, sno_generate_at and the lease functions are refused here until this server's {} changes. That server goes on.",
+                if *peer_made_ids { "it made IDs with the partition" } else { "neither server made IDs with it, and its cluster is older" },
+                if *explicit { "sno.partition" } else { "derived partition" }
+            ))
+            .hint(match suggest {
+                Some(p) => format!("Give this server a partition no other server uses ({p}: none of the servers it met uses it); as a superuser: ALTER SYSTEM SET sno.partition = {p}; SELECT pg_reload_conf(); Then, once SHOW sno.partition says {p} (the reload takes a moment), compare it with every member before any ID is made with it: SELECT * FROM sno_member_check();"),
+                None => "Give this server a partition no other server uses; as a superuser: ALTER SYSTEM SET sno.partition = <a number below 61440>; SELECT pg_reload_conf(); Then, once SHOW sno.partition says it, compare it with every member before any ID is made with it: SELECT * FROM sno_member_check();".to_string(),
+            }),
+            Problem::MemberUnchecked { was, now } => Report::new(
+                Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+                format!("sno partition {now} is not compared with the members of this server's replicating group yet"),
+            )
+            .detail(format!("Partition {was} was refused here (another member came first with it), and sno.partition is now {now}. No ID is made with {now} until every subscription's publisher was compared with it, so that two refused servers that took the same new partition never both make IDs with it."))
+            .hint("As a superuser, SELECT * FROM sno_member_check(); (the sno members worker also runs it within 10 seconds): with every row apart or goes on, the next call uses the new partition."),
+            Problem::MemberHelloDenied => Report::new(
+                Code::ERRCODE_INSUFFICIENT_PRIVILEGE,
+                "permission denied for sno_member_hello()",
+            )
+            .detail("Another server's sno calls it over its subscription's connection to compare partitions; what it is told can make this server refuse its own partition, so only a superuser or a role with the REPLICATION attribute may call it.")
+            .hint("Connect as the role the subscription connects as (one with REPLICATION, or a superuser)."),
+            Problem::MemberCheckNotSuperuser => Report::new(
+                Code::ERRCODE_INSUFFICIENT_PRIVILEGE,
+                "only a superuser may run sno_member_check()",
+            )
+            .detail("It connects to every subscription's publisher with the subscription's connection string, which holds its credentials.")
+            .hint("Run it as a superuser; the sno members background worker runs the same check every 10 seconds."),
             Problem::UnrecordedNotWritten(e) => Report::new(
                 Code::ERRCODE_IO_ERROR,
                 format!("could not write or remove \"{}\": {e}", crate::generator::unrecorded::FILE_NAME),

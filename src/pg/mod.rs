@@ -13,7 +13,8 @@
 //!   [`wal`] (the lineage WAL record), [`worker`] (the background worker that judges the
 //!   lineage after a promotion);
 //! - replication: [`arrival`] (the trigger that keeps sno's own tables out of logical
-//!   replication on the receiving side);
+//!   replication on the receiving side), [`handshake`] (members of a replicating group compare
+//!   partitions over each subscription's connection);
 //! - time-partitioned tables: [`time_partitions`] (a partition's bounds read from the catalog
 //!   without opening it, for the views of `sql/sno_time_partitions.sql`);
 //! - the SQL: every `CREATE` statement is in `sql/` (the type by hand, the functions pgrx
@@ -25,6 +26,7 @@ pub mod encoded_text;
 pub mod errors;
 pub mod fmgr;
 pub mod gucs;
+pub mod handshake;
 pub mod hypertable;
 pub mod io;
 pub mod issuer;
@@ -98,7 +100,12 @@ mod tests;
 ::pgrx::extension_sql_file!(
     "../../sql/sno_replication.sql",
     name = "sno_replication",
-    requires = ["sno_leases_views", arrival::sno_internal_arrival]
+    requires = [
+        "sno_leases_views",
+        arrival::sno_internal_arrival,
+        handshake::sno_member_hello,
+        handshake::sno_member_check
+    ]
 );
 
 /// Loads the extension: settings always; the shard table only while the postmaster preloads
@@ -127,7 +134,9 @@ pub extern "C-unwind" fn _PG_init() {
         wal::init_redo(wal::Redo {
             lineage: issuer::replay,
             grant: issuer::replay_grant,
+            member: issuer::members::replay,
         });
         worker::init();
+        handshake::init();
     }
 }

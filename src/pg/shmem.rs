@@ -676,6 +676,7 @@ unsafe extern "C-unwind" fn on_startup() {
                 lineage: State::fresh(sysid, 0, 0, 0),
                 judged: (u32::MAX, -1),
                 dirty: false,
+                members: crate::generator::member::Known::NONE,
             }),
             system_identifier: sysid,
             partition: AtomicU32::new(0),
@@ -698,6 +699,7 @@ unsafe extern "C-unwind" fn on_startup() {
             lost_refused: AtomicBool::new(false),
         });
         restore_state(&mut *p);
+        crate::pg::issuer::members::restore(&mut *p);
     }
     SHARED.store(p, Ordering::Relaxed);
     pg_sys::LWLockRelease(init_lock);

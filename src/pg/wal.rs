@@ -31,6 +31,9 @@ const XLOG_SNO_LINEAGE: u8 = 0x10;
 /// A reserved partition granted by the lineage's allocator (since 0.6.0: a standby running an
 /// older sno stops at it, so standbys are updated first, as for any new WAL record).
 const XLOG_SNO_GRANT: u8 = 0x20;
+/// A partition refused because another member of a replicating group came first with it
+/// (since 0.9.0; standbys are updated first).
+const XLOG_SNO_MEMBER: u8 = 0x30;
 
 /// Registers the resource manager. Called from `_PG_init` while the postmaster preloads
 /// libraries.
@@ -40,6 +43,7 @@ const XLOG_SNO_GRANT: u8 = 0x20;
 pub struct Redo {
     pub lineage: fn(&'static crate::pg::shmem::Shared, &crate::generator::wal_record::Record),
     pub grant: fn(&'static crate::pg::shmem::Shared, u16, u32),
+    pub member: fn(&'static crate::pg::shmem::Shared, crate::generator::member::Conflict),
 }
 
 static REDO: std::sync::OnceLock<Redo> = std::sync::OnceLock::new();
@@ -104,6 +108,19 @@ pub fn log_grant(incarnation: u64, partition: u16, role: u32) -> u64 {
         pg_sys::XLogBeginInsert();
         pg_sys::XLogRegisterData(rec.as_ptr() as *mut _, rec.len() as _);
         pg_sys::XLogInsert(RM_ID, XLOG_SNO_GRANT)
+    }
+}
+
+/// Writes a member record: this server refuses partition `c.partition` (a member of its
+/// replicating group came first with it), so that a promoted standby refuses it too. Returns
+/// its end.
+pub fn log_member(c: &crate::generator::member::Conflict) -> u64 {
+    let rec = crate::generator::member::encode_record(c);
+    // SAFETY: the data outlives XLogInsert, which copies it.
+    unsafe {
+        pg_sys::XLogBeginInsert();
+        pg_sys::XLogRegisterData(rec.as_ptr() as *mut _, rec.len() as _);
+        pg_sys::XLogInsert(RM_ID, XLOG_SNO_MEMBER)
     }
 }
 
@@ -265,6 +282,13 @@ unsafe extern "C-unwind" fn redo(record: *mut pg_sys::XLogReaderState) {
         // Registered only together with the shared memory, so this cannot happen.
         errors::raise(Problem::NoSharedMemory);
     };
+    if record_info(record) == XLOG_SNO_MEMBER {
+        let Some(c) = crate::generator::member::decode_record(record_data(record)) else {
+            errors::raise(Problem::BadWalRecord);
+        };
+        (REDO.get().expect("sno: redo callbacks set at start").member)(s, c);
+        return;
+    }
     if record_info(record) == XLOG_SNO_GRANT {
         let Some(g) = wal_record::decode_grant(record_data(record)) else {
             errors::raise(Problem::BadWalRecord);
@@ -301,7 +325,16 @@ unsafe extern "C-unwind" fn desc(buf: pg_sys::StringInfo, record: *mut pg_sys::X
             None => "invalid grant".to_string(),
         }
     });
-    let text = if let Some(t) = grant {
+    let member = (record_info(record) == XLOG_SNO_MEMBER).then(|| {
+        match crate::generator::member::decode_record(record_data(record)) {
+            Some(c) => format!(
+                "partition {} refused: the member with system identifier {} came first",
+                c.partition, c.peer.id
+            ),
+            None => "invalid member record".to_string(),
+        }
+    });
+    let text = if let Some(t) = grant.or(member) {
         t
     } else {
         match wal_record::decode(record_data(record)) {
@@ -325,9 +358,11 @@ unsafe extern "C-unwind" fn desc(buf: pg_sys::StringInfo, record: *mut pg_sys::X
 unsafe extern "C-unwind" fn identify(info: u8) -> *const c_char {
     const LINEAGE: &CStr = c"LINEAGE";
     const GRANT: &CStr = c"GRANT";
+    const MEMBER: &CStr = c"MEMBER";
     match info & !0x0f {
         XLOG_SNO_LINEAGE => LINEAGE.as_ptr(),
         XLOG_SNO_GRANT => GRANT.as_ptr(),
+        XLOG_SNO_MEMBER => MEMBER.as_ptr(),
         _ => core::ptr::null(),
     }
 }

@@ -14,8 +14,10 @@
 #   - each node's sno_internal tables hold its own rows only (the other nodes' grants, pool and
 #     leases were kept out on arrival);
 #   - zero duplicates over every ID any node made and every ID stamped under a lease.
-# Not here (issue 42, open): a node whose sno.partition equals another member's is not refused
-# yet; backfills and leases on several members at once; a member failed over to its standby.
+# Then a fifth node joins with n2's sno.partition: it is refused within a minute, before its
+# first ID, n2 goes on, and the HINT as printed gives it a partition of its own.
+# Not here (issue 42, open): backfills and leases on several members at once; a member failed
+# over to its standby.
 #
 # Usage: active_active.sh SOCKET_DIR PORT BINDIR  (only PORT and BINDIR: own servers)
 set -euo pipefail
@@ -33,12 +35,16 @@ SCHEMA="CREATE TABLE events (id sno PRIMARY KEY DEFAULT sno_generate(1), node in
 CREATE TABLE history (id sno PRIMARY KEY, n int);
 CREATE TABLE stamped (id sno PRIMARY KEY, lease int8);"
 
-start_node() { # start_node N: node nN with sno.partition 300+N, sno and the schema
+declare -A part
+start_node() { # start_node N [PARTITION]: node nN with sno.partition PARTITION (300+N), sno and the schema
+    part[$1]="${2:-$((300 + $1))}"
     node_new "n$1"
     node_clock_mode "n$1" none
     node_initdb "n$1"
-    node_cmdline "n$1" wal_level=logical shared_preload_libraries=sno "sno.partition=$((300 + $1))" \
-        max_worker_processes=32 max_logical_replication_workers=12 max_replication_slots=12 max_wal_senders=12
+    node_cmdline "n$1" wal_level=logical shared_preload_libraries=sno \
+        max_worker_processes=32 max_logical_replication_workers=16 max_replication_slots=16 max_wal_senders=16
+    # In postgresql.conf, not on the command line, which ALTER SYSTEM (a HINT) cannot outrank.
+    node_conf "n$1" "sno.partition = ${part[$1]}"
     node_start "n$1"
     q "n$1" "CREATE EXTENSION sno" "$SCHEMA" "CREATE PUBLICATION grp FOR ALL TABLES"
 }
@@ -49,8 +55,10 @@ subscribe() {
 }
 # round NODES...: each node inserts 1,000 rows in 10 transactions at once; n1 also backfills
 # and leases (a holder stamping its slice in one unit of its window).
+rounds=0
 round() {
     local n
+    rounds=$((rounds + 1))
     for n in "$@"; do
         (for i in $(seq 10); do q "n$n" "INSERT INTO events (node, n) SELECT $n, g FROM generate_series(1, 100) g" >/dev/null; done) &
     done
@@ -97,7 +105,45 @@ round 1 2 3 4
 round 1 2 3 4
 settle 1 2 3 4
 
-for n in 1 2 3 4; do
+# A fifth node joins the same way, misconfigured with n2's partition (302), and makes no ID
+# until told. The `sno members` workers compare partitions over the new subscriptions: n5 is
+# refused within a minute (n2 came first: it made IDs with 302), and n2 goes on. The HINT, run
+# as printed, gives n5 a partition of its own; then it takes part in the rounds.
+start_node 5 302
+subscribe 5 1 true
+for b in 2 3 4; do subscribe 5 "$b" false; done
+for a in 1 2 3 4; do subscribe "$a" 5 false; done
+for ((i = 0; i < 600; i++)); do
+    grep -q 'partition 302 is refused here' "$(node_log n5)" && break
+    sleep 0.1
+done
+check "n5 (sno.partition 302, as n2) is refused within 60 s of joining (waited $((i / 10)) s)" "$((i < 600))" 1
+err="$(q n5 "SELECT sno_generate(1)" 2>&1 || true)"
+check "n5: sno_generate names the conflict" \
+    "$(grep -c "^ERROR:  sno partition 302 is also used by the server with system identifier $(q n2 "SELECT system_identifier FROM pg_control_system()")" <<<"$err")" 1
+check "n5: sno_generate_at and leases are refused too" \
+    "$(q n5 "SELECT sno_generate_at(1, now())" 2>&1 | grep -c '^ERROR:  sno partition 302')$(q n5 "SELECT * FROM sno_lease_acquire(holder => 'svc', ttl => '1 min')" 2>&1 | grep -c '^ERROR:  sno partition 302')" 11
+check "n2, there first, goes on" "$(q n2 "INSERT INTO events (node, n) VALUES (2, 0) RETURNING sno_partition(id)")" 302
+hint="$(sed -n 's/^HINT:  .*as a superuser: \(ALTER SYSTEM .*\)$/\1/p' <<<"$err")"
+re='^(ALTER SYSTEM SET sno\.partition = ([0-9]+);) (SELECT pg_reload_conf\(\);) Then, once SHOW sno\.partition says [0-9]+ \(the reload takes a moment\), compare it with every member before any ID is made with it: (SELECT \* FROM sno_member_check\(\);)$'
+[[ "$hint" =~ $re ]] || die "n5: the HINT does not give the statements to run: $err"
+part[5]="${BASH_REMATCH[2]}"
+node_psql n5 -c "${BASH_REMATCH[1]}" -c "${BASH_REMATCH[3]}" >/dev/null
+for ((i = 0; i < 100; i++)); do
+    [[ "$(q n5 "SHOW sno.partition")" == "${part[5]}" ]] && break
+    sleep 0.1
+done
+check "n5: the HINT's check finds no member first with ${part[5]}" \
+    "$(q n5 "${BASH_REMATCH[4]%;}" | cut -d'|' -f5 | sort -u | tr '\n' ' ')" "apart "
+for ((i = 0; i < 1200; i++)); do
+    [[ "$(q n5 "SELECT count(*) FILTER (WHERE srsubstate NOT IN ('r', 's')) FROM pg_subscription_rel")" == 0 ]] && break
+    sleep 0.1
+done
+check "n5: the HINT's partition ${part[5]} is no member's" "$(printf '%s\n' "${part[@]}" | sort | uniq -d | wc -l)" 0
+round 1 2 3 4 5
+settle 1 2 3 4 5
+
+for n in 1 2 3 4 5; do
     check "n$n: no apply or sync error" \
         "$(q "n$n" "SELECT coalesce(sum(apply_error_count + sync_error_count), 0) FROM pg_stat_subscription_stats")" 0
     # PostgreSQL 18 logs an UPDATE or DELETE whose row is missing as a conflict, and skips it:
@@ -110,11 +156,11 @@ for n in 1 2 3 4; do
         "$(q "n$n" "SELECT md5(string_agg(id::text, ',' ORDER BY id)) FROM (SELECT id FROM events UNION ALL SELECT id FROM history UNION ALL SELECT id FROM stamped) x")" \
         "$(q n1 "SELECT md5(string_agg(id::text, ',' ORDER BY id)) FROM (SELECT id FROM events UNION ALL SELECT id FROM history UNION ALL SELECT id FROM stamped) x")"
     check "n$n: its events carry its own partition" \
-        "$(q "n$n" "SELECT count(*) FROM events WHERE node = $n AND sno_partition(id) <> $((300 + n))")" 0
+        "$(q "n$n" "SELECT count(*) FROM events WHERE node = $n AND sno_partition(id) <> ${part[$n]}")" 0
 done
 check "n1's sno_internal tables: its own grants, pool and leases" \
-    "$(q n1 "SELECT (SELECT count(*) > 0 FROM sno_internal.reserved_grants) AND (SELECT count(*) = 4 FROM sno_internal.leases)")" t
-for n in 2 3 4; do
+    "$(q n1 "SELECT (SELECT count(*) > 0 FROM sno_internal.reserved_grants) AND (SELECT count(*) = $rounds FROM sno_internal.leases)")" t
+for n in 2 3 4 5; do
     check "n$n's sno_internal tables: none of n1's rows (kept out on arrival)" \
         "$(q "n$n" "SELECT (SELECT count(*) FROM sno_internal.reserved_grants) + (SELECT count(*) FROM sno_internal.lease_partitions) + (SELECT count(*) FROM sno_internal.leases) + (SELECT count(*) FROM sno_internal.lease_ledger)")" 0
 done

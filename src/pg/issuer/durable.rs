@@ -367,6 +367,7 @@ pub(super) fn raise_slow(s: &Shared, e: SlowError) -> ! {
         SlowError::Clock => errors::raise(Problem::ClockOutOfRange),
         SlowError::State(st) => raise_state(s, st as u32),
         SlowError::Refused(r) => raise_refusal(r),
+        SlowError::Member(c) => super::members::raise(c),
         SlowError::Write(e) => raise_write(e),
         SlowError::SameAsLost(key) => errors::raise(Problem::SamePartitionAfterLoss {
             partition: u16::try_from(key).ok(),
@@ -530,7 +531,7 @@ pub(super) fn generator_initialize(
             match judge(s, g, timeline, take_over) {
                 Ok(()) => did |= take_over,
                 Err(SlowError::Refused(r)) if take_over => return Err(SlowError::Refused(r)),
-                Err(SlowError::Refused(_)) => {}
+                Err(SlowError::Refused(_) | SlowError::Member(_)) => {}
                 Err(e) => return Err(e),
             }
             Ok(did)

@@ -4,7 +4,8 @@
 //! after a copy or promotion; [`host`]: PostgreSQL's clock, lock, files and WAL handed to the
 //! pure room), IDs for past times ([`at`]), partition leases ([`lease`], decided by the registry
 //! worker: [`lease_worker`], [`lease_registry`], [`lease_request`]), monitoring ([`monitor`]:
-//! the views' functions), and [`compat`]: the C symbols of released versions whose SQL changed
+//! the views' functions), a replicating group's members ([`members`]: the refusal of a partition
+//! another member came first with), and [`compat`]: the C symbols of released versions whose SQL changed
 //! since, for a database not yet updated. The decisions are pure, in [`crate::generator`]
 //! ([`crate::generator::server`] above all); this is where they meet shared memory, the lock,
 //! files and WAL.
@@ -34,6 +35,7 @@ pub mod lease;
 pub mod lease_registry;
 pub mod lease_request;
 pub mod lease_worker;
+pub mod members;
 pub mod monitor;
 
 pub use durable::{replay, replay_grant, settle, stop};
