@@ -135,6 +135,7 @@ pub extern "C-unwind" fn _PG_init() {
             lineage: issuer::replay,
             grant: issuer::replay_grant,
             member: issuer::members::replay,
+            unrecorded_read_back: issuer::durable::replay_unrecorded_read_back,
         });
         worker::init();
         handshake::init();

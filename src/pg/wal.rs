@@ -34,6 +34,9 @@ const XLOG_SNO_GRANT: u8 = 0x20;
 /// A partition refused because another member of a replicating group came first with it
 /// (since 0.9.0; standbys are updated first).
 const XLOG_SNO_MEMBER: u8 = 0x30;
+/// The grants a restore loaded while sno was not preloaded were read back
+/// (`sno_generator.unrecorded` removed; since 0.9.0): standbys remove their copy of the record.
+const XLOG_SNO_UNRECORDED_READ_BACK: u8 = 0x40;
 
 /// Registers the resource manager. Called from `_PG_init` while the postmaster preloads
 /// libraries.
@@ -44,6 +47,7 @@ pub struct Redo {
     pub lineage: fn(&'static crate::pg::shmem::Shared, &crate::generator::wal_record::Record),
     pub grant: fn(&'static crate::pg::shmem::Shared, u16, u32),
     pub member: fn(&'static crate::pg::shmem::Shared, crate::generator::member::Conflict),
+    pub unrecorded_read_back: fn(&'static crate::pg::shmem::Shared),
 }
 
 static REDO: std::sync::OnceLock<Redo> = std::sync::OnceLock::new();
@@ -121,6 +125,17 @@ pub fn log_member(c: &crate::generator::member::Conflict) -> u64 {
         pg_sys::XLogBeginInsert();
         pg_sys::XLogRegisterData(rec.as_ptr() as *mut _, rec.len() as _);
         pg_sys::XLogInsert(RM_ID, XLOG_SNO_MEMBER)
+    }
+}
+
+/// Writes the record that the grants a restore loaded were read back (no data). Returns its end.
+pub fn log_unrecorded_read_back() -> u64 {
+    let marker = [1u8];
+    // SAFETY: the data outlives XLogInsert, which copies it.
+    unsafe {
+        pg_sys::XLogBeginInsert();
+        pg_sys::XLogRegisterData(marker.as_ptr() as *mut _, marker.len() as _);
+        pg_sys::XLogInsert(RM_ID, XLOG_SNO_UNRECORDED_READ_BACK)
     }
 }
 
@@ -282,6 +297,13 @@ unsafe extern "C-unwind" fn redo(record: *mut pg_sys::XLogReaderState) {
         // Registered only together with the shared memory, so this cannot happen.
         errors::raise(Problem::NoSharedMemory);
     };
+    if record_info(record) == XLOG_SNO_UNRECORDED_READ_BACK {
+        (REDO
+            .get()
+            .expect("sno: redo callbacks set at start")
+            .unrecorded_read_back)(s);
+        return;
+    }
     if record_info(record) == XLOG_SNO_MEMBER {
         let Some(c) = crate::generator::member::decode_record(record_data(record)) else {
             errors::raise(Problem::BadWalRecord);
@@ -334,7 +356,9 @@ unsafe extern "C-unwind" fn desc(buf: pg_sys::StringInfo, record: *mut pg_sys::X
             None => "invalid member record".to_string(),
         }
     });
-    let text = if let Some(t) = grant.or(member) {
+    let read_back = (record_info(record) == XLOG_SNO_UNRECORDED_READ_BACK)
+        .then(|| "the grants a restore loaded were read back".to_string());
+    let text = if let Some(t) = grant.or(member).or(read_back) {
         t
     } else {
         match wal_record::decode(record_data(record)) {
@@ -359,10 +383,12 @@ unsafe extern "C-unwind" fn identify(info: u8) -> *const c_char {
     const LINEAGE: &CStr = c"LINEAGE";
     const GRANT: &CStr = c"GRANT";
     const MEMBER: &CStr = c"MEMBER";
+    const READ_BACK: &CStr = c"UNRECORDED_READ_BACK";
     match info & !0x0f {
         XLOG_SNO_LINEAGE => LINEAGE.as_ptr(),
         XLOG_SNO_GRANT => GRANT.as_ptr(),
         XLOG_SNO_MEMBER => MEMBER.as_ptr(),
+        XLOG_SNO_UNRECORDED_READ_BACK => READ_BACK.as_ptr(),
         _ => core::ptr::null(),
     }
 }

@@ -28,7 +28,10 @@
 #   nop  restored without preload, then only the HINTs followed: a database created afterwards is
 #        refused sno_generate_at (55000) until, as its HINT says, sno_reserved_relearn() ran in every
 #        database that has sno and sno_generator_initialize(take_over => true) once (0.9.0; sno 0.8.1
-#        granted the dump's partition and repeated the source's IDs).
+#        granted the dump's partition and repeated the source's IDs). A streaming standby of it,
+#        taken before the read-back (its base backup copies the record of the restore), loses the
+#        record by the read-back's WAL record: promoted (nop stopped) and restarted, it grants.
+#        (0.9.0; before, it refused every grant at its first restart after promotion.)
 #
 # The page is doc/operations.md, or the file SNO_OPS_DOC names.
 #
@@ -337,6 +340,12 @@ init="$(grep -oE 'SELECT sno_generator_initialize\(take_over => true\);' <<<"$hi
 check "nop: its HINT: relearn in every database that has sno, then initialize with take_over in one" \
     "$relearn|$init|$(grep -c 'in every database of this server that has sno, then, in one of them, ' <<<"$hint")" \
     "SELECT sno_reserved_relearn();|SELECT sno_generator_initialize(take_over => true);|1"
+# A standby taken now copies the record of the restore (a base backup copies the data
+# directory); the read-back below reaches it by WAL, so once promoted and restarted it grants.
+node_basebackup nop nopsb standby
+node_start nopsb || die "nopsb did not start"
+check "nopsb: the base backup copied the record of the restore" \
+    "$([[ -e "$(node_data nopsb)/sno_generator.unrecorded" ]] && echo copied)" copied
 # Followed as printed, as a superuser: every database of this server that has sno, then in one.
 one=""
 for db in $(node_psql nop -c "SELECT datname FROM pg_database WHERE datallowconn"); do
@@ -354,9 +363,21 @@ check_distinct "nop: a database created after the restore: sno_generate_at's par
 node_restart nop || die "nop did not restart"
 gen_at nop other at_other_restarted
 check "nop: after a restart, still granted (the record is gone)" "$(partitions_of nop at_other_restarted | wc -w)" 1
+node_wait_catchup nopsb nop || bad "nopsb did not replay nop's WAL"
+check "nopsb: the read-back's WAL record removed its copy of the record" \
+    "$([[ -e "$(node_data nopsb)/sno_generator.unrecorded" ]] && echo kept || echo removed)" removed
+# The standby replaces nop (stopped first: never two primaries), then restarts.
+node_stop nop fast
+node_promote nopsb
+node_restart nopsb || die "nopsb did not restart"
+gen_at nopsb other at_promoted_restarted
+check "nopsb: promoted and restarted, it grants (no refusal from the copied record)" \
+    "$(partitions_of nopsb at_promoted_restarted | wc -w)" 1
 ledger_load
 n_dup="$(ledger_sql "SELECT count(*) FROM (SELECT id FROM ledger WHERE node = 'nop' INTERSECT SELECT id FROM ledger WHERE node = 'src') x")"
 check "nop: no ID repeats one of the source's" "$n_dup" 0
+check "nopsb: no ID repeats one of the source's or nop's" \
+    "$(ledger_sql "SELECT count(*) FROM (SELECT id FROM ledger WHERE node = 'nopsb' INTERSECT SELECT id FROM ledger WHERE node IN ('src', 'nop')) x")" 0
 
 # --- every ID ---------------------------------------------------------------------------------
 

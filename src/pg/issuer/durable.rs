@@ -385,6 +385,28 @@ pub(super) fn raise_slow(s: &Shared, e: SlowError) -> ! {
     }
 }
 
+/// Redo of the record that the grants a restore loaded were read back (by a superuser's
+/// `take_over`, after their grant records, which this standby replayed): the record of them
+/// (`sno_generator.unrecorded`), copied here by a base backup taken before, goes too, and so
+/// does the block it set at this standby's start beyond the one of a copy (which a promotion
+/// lifts), as `take_over` lifted the primary's.
+pub fn replay_unrecorded_read_back(s: &'static Shared) {
+    let dir = std::path::Path::new(".");
+    if let Err(e) = crate::generator::unrecorded::forget(dir, shmem::fsync_enabled()) {
+        errors::raise(Problem::UnrecordedNotWritten(&e));
+    }
+    let written = shmem::writing(s, || {
+        shmem::locked(s, |g| {
+            let mut st = g.lineage;
+            st.grants_blocked_lasting = false;
+            keep_replayed(s, g, st)
+        })
+    });
+    if let Err(e) = written {
+        raise_write(e);
+    }
+}
+
 /// Whether `sno_generator_initialize` may start the durable state afresh (no valid file to
 /// adopt) with the partition's source now: not with the explicit partition configured when a
 /// start found the file missing or unusable (recorded until a state file is written), nor without an explicit partition on a
@@ -552,6 +574,9 @@ pub(super) fn generator_initialize(
                 if let Err(e) = crate::generator::unrecorded::forget(dir, shmem::fsync_enabled()) {
                     errors::raise(Problem::UnrecordedNotWritten(&e));
                 }
+                // And on the standbys, and on a backup restored past this point: a base backup
+                // taken while the record was here copied it.
+                crate::pg::wal::flush(crate::pg::wal::log_unrecorded_read_back());
             }
             did
         }
