@@ -2,7 +2,7 @@
 //! with an explicit `sno.partition` drawn from a few values (so that two members often share
 //! one: a misconfiguration), join a group (their subscriptions to every member and theirs to
 //! it, then `sno_member_check()` before their first ID, as doc/operations.md says), make IDs,
-//! compare partitions over their subscriptions at any moment (the `sno members` worker), leave,
+//! compare partitions over their subscriptions at any moment (the `sno member check` worker), leave,
 //! and fail over to a standby that replayed their WAL (the lineage records and the member
 //! record). A refused member does what the HINT says: the partition [`server::suggest`] gives.
 //!
@@ -111,8 +111,11 @@ struct World {
     /// event it was made in, and whether the member was in the group then (an ID made apart
     /// never meets the group's rows).
     issued: HashMap<(u16, u64, u8, u16), (usize, usize, bool)>,
-    /// The event at which two members met (joined the group together: their rows meet from
-    /// then on).
+    /// The event at which two members last met (one joined the group while the other was in
+    /// it: their rows meet from then on, and the check ran). IDs made before it are the
+    /// documented exception: two servers that both made IDs with one partition before they
+    /// met may have made the same ones (their clocks may differ, so the one that goes on can
+    /// also make one the other made before it was refused).
     met: HashMap<(usize, usize), usize>,
     /// The event being run.
     event: usize,
@@ -433,7 +436,7 @@ impl World {
                                 self.handshake(x, y);
                                 self.handshake(y, x);
                                 let now = self.event;
-                                self.met.entry((x.min(y), x.max(y))).or_insert(now);
+                                self.met.insert((x.min(y), x.max(y)), now);
                             }
                         }
                     }

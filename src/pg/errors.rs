@@ -540,7 +540,7 @@ impl Problem<'_> {
                 format!("sno partition {now} is not compared with the members of this server's replicating group yet"),
             )
             .detail(format!("Partition {was} was refused here (another member came first with it), and sno.partition is now {now}. No ID is made with {now} until every subscription's publisher was compared with it, so that two refused servers that took the same new partition never both make IDs with it."))
-            .hint("As a superuser, SELECT * FROM sno_member_check(); (the sno members worker also runs it within 10 seconds): with every row apart or goes on, the next call uses the new partition."),
+            .hint("As a superuser, SELECT * FROM sno_member_check(); (sno also runs it every 10 seconds): with every row apart or goes on, the next call uses the new partition."),
             Problem::MemberHelloDenied => Report::new(
                 Code::ERRCODE_INSUFFICIENT_PRIVILEGE,
                 "permission denied for sno_member_hello()",
@@ -552,7 +552,7 @@ impl Problem<'_> {
                 "only a superuser may run sno_member_check()",
             )
             .detail("It connects to every subscription's publisher with the subscription's connection string, which holds its credentials.")
-            .hint("Run it as a superuser; the sno members background worker runs the same check every 10 seconds."),
+            .hint("Run it as a superuser; sno runs the same check every 10 seconds (the sno member check worker)."),
             Problem::UnrecordedNotWritten(e) => Report::new(
                 Code::ERRCODE_IO_ERROR,
                 format!("could not write or remove \"{}\": {e}", crate::generator::unrecorded::FILE_NAME),
@@ -569,7 +569,7 @@ impl Problem<'_> {
                 format!("role {} has used its limit of {limit} reserved sno partitions", quoted(role.as_bytes())),
             )
             .detail("Each session that calls sno_generate_at is granted a reserved partition for good; every grant to the role on this server (on Citus, by the coordinator), in any database and whether or not its transaction committed, counts against sno.reserved_limit.")
-            .hint(format!("A superuser can raise the role's limit: ALTER ROLE {} SET sno.reserved_limit = {}; it counts from the role's next call, in every session. Calls in one session share its partition: make many IDs per session.", quote_ident(role), (*limit).max(0).saturating_mul(2).clamp(1, 4096))),
+            .hint(format!("A superuser can raise the role's limit: ALTER ROLE {} SET sno.reserved_limit = {}; it counts from the role's next call, in every session. Calls in one session share its partition: make many IDs per session.", crate::pg::gucs::alter_role_target("sno.reserved_limit", role, quote_ident(role)), (*limit).max(0).saturating_mul(2).clamp(1, 4096))),
             Problem::GenerateAtOnCitus => Report::new(
                 Code::ERRCODE_FEATURE_NOT_SUPPORTED,
                 "sno_generate_at on a Citus node runs only in the database that holds Citus's metadata",
@@ -639,7 +639,7 @@ impl Problem<'_> {
                     r.hint(format!("Ask for ttl => '{max_s} s' or less (renewals extend a lease as long as its holder runs); no role may have a TTL over 1 day."))
                 } else if *too_long {
                     let raise_to = (*asked_s).max(max_s.saturating_mul(2)).min(86_400);
-                    r.hint(format!("Ask for ttl => '{max_s} s' or less (renewals extend a lease), or have a superuser raise the maximum of the role this session logs in as: ALTER ROLE {} SET sno.lease_max_ttl = '{raise_to}s'; (it counts from the next call; at most 86400s).", quote_ident(role)))
+                    r.hint(format!("Ask for ttl => '{max_s} s' or less (renewals extend a lease), or have a superuser raise the maximum of the role this session logs in as: ALTER ROLE {} SET sno.lease_max_ttl = '{raise_to}s'; (it counts from the next call; at most 86400s).", crate::pg::gucs::alter_role_target("sno.lease_max_ttl", role, quote_ident(role))))
                 } else {
                     r.hint("Ask for ttl => '1 s' or more; '1 min' suits most services.")
                 }
@@ -700,7 +700,7 @@ impl Problem<'_> {
                 format!("role {} has caused its limit of {limit} reserved sno partitions to be granted", quoted(role.as_bytes())),
             )
             .detail("Every slice of the role's lease partitions is leased, and a new pool partition would be granted to this role. A role's leases come only from the partitions granted to it; these and its sno_generate_at sessions' partitions count against its sno.reserved_limit, for good.")
-            .hint(format!("Wait for leases to end, or ask for smaller slices (sequences => 64), or have a superuser raise the limit of the role this session logs in as: ALTER ROLE {} SET sno.reserved_limit = {}; (it counts from the next call).", quote_ident(session_role), (*limit).max(0).saturating_mul(2).clamp(1, 4096))),
+            .hint(format!("Wait for leases to end, or ask for smaller slices (sequences => 64), or have a superuser raise the limit of the role this session logs in as: ALTER ROLE {} SET sno.reserved_limit = {}; (it counts from the next call).", crate::pg::gucs::alter_role_target("sno.reserved_limit", session_role, quote_ident(session_role)), (*limit).max(0).saturating_mul(2).clamp(1, 4096))),
             Problem::LeaseBadSequences(n) => Report::new(
                 Code::ERRCODE_INVALID_PARAMETER_VALUE,
                 format!("a lease of {n} sequence numbers is not possible"),
@@ -734,7 +734,7 @@ impl Problem<'_> {
                 format!("role {} holds its limit of {limit} sno partition leases", quoted(role.as_bytes())),
             )
             .detail("A lease counts until its window ends, released or not (its slice stays taken until then); sno_leases shows them. The limit is per role and per database, and bounds the role's rows in the registry too: ended leases are forgotten to make room.")
-            .hint(format!("Wait for the role's leases to end, or have a superuser raise the limit of the role this session logs in as: ALTER ROLE {} SET sno.lease_limit = {}; (it counts from the next call).", quote_ident(session_role), (*limit).max(0).saturating_mul(2).clamp(1, 65536))),
+            .hint(format!("Wait for the role's leases to end, or have a superuser raise the limit of the role this session logs in as: ALTER ROLE {} SET sno.lease_limit = {}; (it counts from the next call).", crate::pg::gucs::alter_role_target("sno.lease_limit", session_role, quote_ident(session_role)), (*limit).max(0).saturating_mul(2).clamp(1, 65536))),
             Problem::LeaseToken(lease) => Report::new(
                 Code::ERRCODE_INSUFFICIENT_PRIVILEGE,
                 format!("no sno partition lease {lease} with this token"),

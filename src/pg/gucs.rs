@@ -96,6 +96,34 @@ fn per_role_now(name: &str, flags: u32, range: std::ops::RangeInclusive<i32>) ->
     (ok && range.contains(&parsed)).then_some(parsed)
 }
 
+/// What a HINT's `ALTER ROLE` names so that the setting `name` it sets for role `role` counts:
+/// the role (`"bob"`), or, when the role's setting in this database holds `name` (it outranks
+/// the role's own, as [`per_role_now`] reads it), the role in this database (`"bob" IN DATABASE
+/// "app"`). `quoted` is the role's name as the HINT prints it.
+pub fn alter_role_target(name: &str, role: &str, quoted: String) -> String {
+    use pgrx::prelude::*;
+    // SAFETY: plain read of a backend global.
+    if !unsafe { pg_sys::IsTransactionState() } {
+        return quoted;
+    }
+    let db = Spi::get_one_with_args::<String>(
+        "SELECT pg_catalog.current_database()::pg_catalog.text \
+         FROM pg_catalog.pg_db_role_setting s JOIN pg_catalog.pg_roles r ON r.oid OPERATOR(pg_catalog.=) s.setrole, \
+              pg_catalog.unnest(s.setconfig) AS c(kv) \
+         WHERE r.rolname OPERATOR(pg_catalog.=) $1 \
+           AND s.setdatabase OPERATOR(pg_catalog.=) (SELECT oid FROM pg_catalog.pg_database WHERE datname OPERATOR(pg_catalog.=) pg_catalog.current_database()) \
+           AND pg_catalog.starts_with(c.kv, $2 OPERATOR(pg_catalog.||) '=') \
+         LIMIT 1",
+        &[role.into(), name.into()],
+    )
+    .ok()
+    .flatten();
+    match db {
+        Some(db) => format!("{quoted} IN DATABASE \"{}\"", db.replace('"', "\"\"")),
+        None => quoted,
+    }
+}
+
 /// `sno.lease_max_ttl`: the longest TTL a partition lease may be acquired or renewed for (s).
 /// Superuser-settable (per role: `ALTER ROLE ... SET`).
 static LEASE_MAX_TTL_S: GucSetting<i32> = GucSetting::<i32>::new(600);

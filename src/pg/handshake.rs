@@ -1,9 +1,10 @@
 //! The handshake between members of a replicating group, over each subscription's own
 //! connection (the decisions: [`crate::generator::member`]; the refusal: [`issuer::members`]).
 //!
-//! The `sno members` background worker reads `pg_subscription` (a shared catalog: every
-//! database's subscriptions, no database needed) every [`EVERY`], and for each enabled
-//! subscription connects to its publisher as the apply worker does (libpqwalreceiver, the
+//! Every [`EVERY`] the `sno lineage` background worker reads `pg_subscription` (a shared catalog:
+//! every database's subscriptions, no database needed) and, if there are any, starts a
+//! short-lived worker, `sno member check` ([`Rounds`]), which for each enabled subscription
+//! connects to its publisher as the apply worker does (libpqwalreceiver, the
 //! subscription's connection string, a `replication=database` connection, so the same
 //! `pg_hba.conf` line and credentials), and calls `sno_member_hello()` in the publisher's
 //! database: each side tells the other its system identifier, partition and whether it made IDs
@@ -573,29 +574,41 @@ fn sno_member_check() -> TableIterator<
     TableIterator::new(rows)
 }
 
-/// Registers the worker. Called from `_PG_init` while the postmaster preloads libraries.
-pub fn init() {
-    BackgroundWorkerBuilder::new("sno members")
-        .set_type("sno members")
-        .set_library("sno")
-        .set_function("sno_members_main")
-        .enable_spi_access()
-        .set_start_time(pgrx::bgworkers::BgWorkerStartTime::RecoveryFinished)
-        .set_restart_time(Some(Duration::from_secs(10)))
-        .load();
+/// The `sno lineage` worker's share of the member checks: every [`EVERY`], if there are
+/// subscriptions, a round runs in a short-lived worker of its own (`sno member check`)
+/// connected to the database of one of them (libpqwalreceiver reads query results through a
+/// database's catalog; the lineage worker has none, so that it never holds a database someone
+/// wants to drop or copy); without subscriptions, a refusal for a partition left is lifted at
+/// once (there is nothing to compare a new one with). No worker slot is taken while there is no
+/// subscription.
+pub struct Rounds {
+    next: std::time::Instant,
+    running: Option<pgrx::bgworkers::DynamicBackgroundWorker>,
 }
 
-/// The worker's main loop: every [`EVERY`], a refusal whose partition changed is lifted, and
-/// if there are subscriptions, a round runs in a worker of its own connected to the database
-/// of one of them (libpqwalreceiver reads query results through a database's catalog; this
-/// worker has none, so that it never holds a database that someone wants to drop or copy).
-#[pg_guard]
-#[no_mangle]
-pub extern "C-unwind" fn sno_members_main(_arg: pg_sys::Datum) {
-    BackgroundWorker::attach_signal_handlers(SignalWakeFlags::SIGHUP | SignalWakeFlags::SIGTERM);
-    // No database: pg_subscription is a shared catalog.
-    BackgroundWorker::connect_worker_to_spi(None, None);
-    loop {
+impl Rounds {
+    pub fn new() -> Rounds {
+        Rounds {
+            next: std::time::Instant::now(),
+            running: None,
+        }
+    }
+
+    /// Called by the lineage worker at each wake-up (a background worker between
+    /// transactions).
+    pub fn tick(&mut self) {
+        let now = std::time::Instant::now();
+        if now < self.next {
+            return;
+        }
+        self.next = now + EVERY;
+        if let Some(h) = &self.running {
+            use pgrx::bgworkers::BackgroundWorkerStatus::NotYetStarted;
+            if matches!(h.pid(), Ok(_) | Err(NotYetStarted)) {
+                return;
+            }
+        }
+        self.running = None;
         // SAFETY: a background worker between transactions.
         unsafe {
             pg_sys::SetCurrentStatementStartTimestamp();
@@ -604,36 +617,28 @@ pub extern "C-unwind" fn sno_members_main(_arg: pg_sys::Datum) {
         let database = subscriptions().first().map(|s| s.database);
         // SAFETY: the transaction started above.
         unsafe { pg_sys::CommitTransactionCommand() };
-        if database.is_none() {
-            // No subscription: nothing to compare a new partition with.
-            members::lift_if_checked();
-        }
-        if let Some(db) = database {
-            let h = BackgroundWorkerBuilder::new("sno member check")
-                .set_type("sno member check")
-                .set_library("sno")
-                .set_function("sno_member_check_main")
-                .set_argument(Some(pg_sys::Datum::from(u32::from(db))))
-                .enable_spi_access()
-                .set_start_time(pgrx::bgworkers::BgWorkerStartTime::RecoveryFinished)
-                .set_restart_time(None)
-                // SAFETY: plain read of this process's PID.
-                .set_notify_pid(unsafe { pg_sys::MyProcPid })
-                .load_dynamic();
-            if let Ok(h) = h {
-                let _ = h.wait_for_shutdown();
+        match database {
+            None => members::lift_if_checked(),
+            Some(db) => {
+                self.running = BackgroundWorkerBuilder::new("sno member check")
+                    .set_type("sno member check")
+                    .set_library("sno")
+                    .set_function("sno_member_check_main")
+                    .set_argument(Some(pg_sys::Datum::from(u32::from(db))))
+                    .enable_spi_access()
+                    .set_start_time(pgrx::bgworkers::BgWorkerStartTime::RecoveryFinished)
+                    .set_restart_time(None)
+                    .load_dynamic()
+                    .ok();
             }
         }
-        if !BackgroundWorker::wait_latch(Some(EVERY)) || BackgroundWorker::sigterm_received() {
-            break;
-        }
-        if BackgroundWorker::sighup_received() {
-            // SAFETY: the standard reload of a process that received SIGHUP.
-            unsafe { pg_sys::ProcessConfigFile(pg_sys::GucContext::PGC_SIGHUP) };
-        }
     }
-    // SAFETY: the normal way out of a background worker (1: restarted, unless at shutdown).
-    unsafe { pg_sys::proc_exit(1) }
+}
+
+impl Default for Rounds {
+    fn default() -> Self {
+        Rounds::new()
+    }
 }
 
 /// One round, in the database named by the argument, then out.

@@ -138,6 +138,5 @@ pub extern "C-unwind" fn _PG_init() {
             unrecorded_read_back: issuer::durable::replay_unrecorded_read_back,
         });
         worker::init();
-        handshake::init();
     }
 }

@@ -9,6 +9,9 @@
 //! ([`crate::generator::lineage::State::judge`]) and writes it at start, at every configuration reload,
 //! and once a second otherwise.
 //!
+//! Every 10 seconds it also starts the check of the server's partition against the publisher of
+//! each of its subscriptions, when it has any ([`crate::pg::handshake::Rounds`]).
+//!
 //! It also renews the durable horizon ahead of need: `sno_generate` sets its latch when the
 //! high-water mark comes within a second of the horizon on disk, and the worker writes and
 //! flushes the state file and its WAL record while backends go on generating (holding only the
@@ -51,7 +54,10 @@ pub extern "C-unwind" fn sno_lineage_main(_arg: pg_sys::Datum) {
     // Units opened when the worker last looked: none opened since means the server is idle
     // (at start too, so that the lease is written before the first ID if none comes at once).
     let mut opened = shmem::units_opened(s);
+    // The member checks of a replicating group (every 10 s, only with subscriptions).
+    let mut rounds = crate::pg::handshake::Rounds::new();
     loop {
+        rounds.tick();
         // Every 200 ms while an idle lease is still to be written once IDs stop (so it is
         // written well within the short horizon), every second otherwise.
         let soon = crate::pg::issuer::settle(s, &mut opened);

@@ -106,7 +106,7 @@ round 1 2 3 4
 settle 1 2 3 4
 
 # A fifth node joins the same way, misconfigured with n2's partition (302), and makes no ID
-# until told. The `sno members` workers compare partitions over the new subscriptions: n5 is
+# until told. The `sno member check` workers compare partitions over the new subscriptions: n5 is
 # refused within a minute (n2 came first: it made IDs with 302), and n2 goes on. The HINT, run
 # as printed, gives n5 a partition of its own; then it takes part in the rounds.
 start_node 5 302

@@ -135,7 +135,14 @@ stmt="$(hint_stmt 1)"
 check "  its HINT's statement" "$stmt" "ALTER ROLE \"svc\" SET sno.lease_limit = 12;"
 q a "$stmt" >/dev/null
 expect_state "  after the superuser ran it" ok a postgres svc "$ACQ(holder => 'x', ttl => '1 min')"
-q a "ALTER ROLE svc SET sno.lease_limit = 1000" >/dev/null
+# The role's setting in this database outranks its own: the HINT names it, and works.
+q a "ALTER ROLE svc IN DATABASE postgres SET sno.lease_limit = 7" >/dev/null
+expect_state "the 8th active lease of a role limited to 7 in this database" 53400 a postgres svc "$ACQ(holder => 'x', ttl => '1 min')"
+stmt="$(hint_stmt 1)"
+check "  its HINT's statement names the database" "$stmt" "ALTER ROLE \"svc\" IN DATABASE \"postgres\" SET sno.lease_limit = 14;"
+q a "$stmt" >/dev/null
+expect_state "  after the superuser ran it" ok a postgres svc "$ACQ(holder => 'x', ttl => '1 min')"
+q a "ALTER ROLE svc IN DATABASE postgres RESET sno.lease_limit" "ALTER ROLE svc SET sno.lease_limit = 1000" >/dev/null
 IFS='|' read -r id tok _ <<<"$l1"
 expect_state "renew with a wrong token" 42501 a postgres svc "SELECT sno_lease_renew(lease => $id, token => gen_random_uuid(), ttl => '1 min')"
 expect_state "release with a wrong token" 42501 a postgres svc "SELECT sno_lease_release(lease => $id, token => gen_random_uuid())"

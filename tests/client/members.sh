@@ -5,7 +5,7 @@
 # subscription, src/pg/handshake.rs). One way is enough to find it, and the server that came
 # first goes on:
 #   1. A publisher (sno.partition 101) made IDs; a new subscriber with sno.partition 101 too
-#      subscribes and makes none. Without anyone asking, the subscriber's `sno members` worker
+#      subscribes and makes none. Without anyone asking, the subscriber's `sno member check` worker
 #      refuses it within 60 s (its log says so); sno_generate, sno_generate_at and
 #      sno_lease_acquire each raise 55000 naming partition 101 and the publisher's system
 #      identifier; the publisher goes on making IDs. A restart keeps the refusal. Then the HINT
