@@ -104,13 +104,19 @@ struct Member {
     made: Vec<u16>,
 }
 
+/// An ID as (partition, unit, tick, sequence).
+type IdParts = (u16, u64, u8, u16);
+
+/// Who made an ID: the member, the event, and whether the member was in the group then.
+type Issuer = (usize, usize, bool);
+
 struct World {
     now: u64,
     members: Vec<Member>,
     /// Every ID issued: (partition, unit, tick, sequence) to the member that made it, the
     /// event it was made in, and whether the member was in the group then (an ID made apart
     /// never meets the group's rows).
-    issued: HashMap<(u16, u64, u8, u16), (usize, usize, bool)>,
+    issued: HashMap<IdParts, Issuer>,
     /// The event at which two members last met (one joined the group while the other was in
     /// it: their rows meet from then on, and the check ran). IDs made before it are the
     /// documented exception: two servers that both made IDs with one partition before they
