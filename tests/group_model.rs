@@ -360,21 +360,36 @@ impl World {
     fn handshake(&mut self, x: usize, y: usize) {
         self.stats.handshakes += 1;
         let caller = self.room(x, |h, _| {
-            h.shared
-                .read(|m| server::member(h, m).map(|me| (me, m.members.peers().to_vec())))
+            h.shared.read(|m| {
+                server::member(h, m).map(|me| (me, m.members.verified_peers().collect::<Vec<_>>()))
+            })
         });
         let Some((me, beyond)) = caller else {
             return;
         };
-        let answer = self.room(y, |h, _| h.locked(|m| server::hear(h, m, me, &beyond)));
+        let answer = self.room(y, |h, _| {
+            h.locked(|m| server::hear(h, m, me, &beyond, false))
+        });
         let Some(answer) = answer else {
             return;
         };
+        self.note(|| {
+            format!(
+                "  {x} -> {y}: {me:?} heard by {y}: {:?}, {:?}",
+                answer.me, answer.verdict
+            )
+        });
         self.refused(y, answer.refused);
         let heard = self.room(x, |h, _| {
-            h.locked(|m| server::hear(h, m, answer.me, &answer.known))
+            h.locked(|m| server::hear(h, m, answer.me, &answer.known, true))
         });
         if let Some(heard) = heard {
+            self.note(|| {
+                format!(
+                    "  {x} heard {:?}: {:?} via {:?}",
+                    answer.me, heard.verdict, heard.via
+                )
+            });
             self.refused(x, heard.refused);
         }
     }

@@ -444,12 +444,13 @@ impl State {
         self.entries[self.len as usize] = UNUSED;
     }
 
-    /// Whether a member of the lineage may have made IDs with `partition` (an entry with a
-    /// bound: this incarnation's, or a predecessor's that a promoted standby inherited).
-    pub fn made_ids_with(&self, partition: u16) -> bool {
+    /// Whether another member of the lineage (the primary a promoted standby replaced) may have
+    /// made IDs with `partition`: an entry of another incarnation, with a bound. (This
+    /// incarnation's own IDs are known better: `crate::generator::member::Known::made`.)
+    pub fn inherited_ids_with(&self, partition: u16) -> bool {
         self.entries()
             .iter()
-            .any(|e| e.partition == partition && e.bound != NOTHING)
+            .any(|e| e.partition == partition && !e.mine && e.bound != NOTHING)
     }
 
     /// Whether this incarnation used `partition`.

@@ -48,6 +48,21 @@ pub enum Verdict {
     Second,
 }
 
+/// How a server learned what it knows of a member.
+#[repr(u8)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Provenance {
+    /// Another member said it of it: used for this server's own decision; it never replaces
+    /// what the member said of itself, and is never told to others.
+    Hearsay = 1,
+    /// The member said it of itself, calling this server (`sno_member_hello`): used here, not
+    /// told to others (a role allowed to call it must not be able to refuse other servers).
+    Itself = 2,
+    /// The member said it of itself over this server's own connection (a publisher of one of
+    /// its subscriptions): told to others.
+    Connected = 3,
+}
+
 /// A refusal: the partition this server may not use, and the member that uses it.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -83,8 +98,18 @@ pub struct Known {
     pub len: u32,
     /// The members met, most recent last.
     pub peers: [Member; MAX_KNOWN],
+    /// How each of `peers` was learned ([`Provenance`]): only what a member said of itself over this
+    /// server's own connection is told to others.
+    pub heard: [Provenance; MAX_KNOWN],
     /// This server's refusal.
     pub conflict: Option<Conflict>,
+    /// The partition this server made IDs with since its data directory first had sno (the
+    /// latest; kept in [`MADE_FILE`]): what a handshake says of it (`made_ids`).
+    pub made: Option<u16>,
+    /// The partition in force when this server last met the group with it checked (its first
+    /// handshake, or a full round): a partition changed since, while the server has peers, is
+    /// refused until a round checks it ([`Known::refuses`]).
+    pub checked: Option<u16>,
 }
 
 impl Known {
@@ -96,7 +121,10 @@ impl Known {
             partition: 0,
             made_ids: false,
         }; MAX_KNOWN],
+        heard: [Provenance::Hearsay; MAX_KNOWN],
         conflict: None,
+        made: None,
+        checked: None,
     };
 
     /// The members met.
@@ -104,20 +132,46 @@ impl Known {
         &self.peers[..self.len as usize]
     }
 
-    /// Notes `peer`, met by `me`, and returns what `me` decides. A refusal for `me`'s partition
-    /// is kept (the first one stands until [`Known::lift`]); one for another partition (the
-    /// configuration changed since) is replaced.
-    pub fn meet(&mut self, me: &Member, peer: Member) -> Verdict {
+    /// The members that said what this server knows of them over its own connections (what it
+    /// tells others).
+    pub fn verified_peers(&self) -> impl Iterator<Item = Member> + '_ {
+        self.peers()
+            .iter()
+            .zip(self.heard.iter())
+            .filter(|(_, &h)| h == Provenance::Connected)
+            .map(|(&p, _)| p)
+    }
+
+    /// Notes `peer`, met by `me` as `heard`, and returns what `me` decides. What a member says
+    /// of itself replaces what was known of it; hearsay replaces only hearsay (the decision
+    /// then uses the record kept). A refusal for `me`'s partition is kept (the first one stands
+    /// until [`Known::lift`]); one for another partition (the configuration changed since) is
+    /// replaced.
+    pub fn meet(&mut self, me: &Member, peer: Member, heard: Provenance) -> Verdict {
+        let mut peer = peer;
+        let mut heard = heard;
         if let Some(i) = self.peers().iter().position(|p| p.id == peer.id) {
+            if heard == Provenance::Hearsay && self.heard[i] > Provenance::Hearsay {
+                peer = self.peers[i];
+                heard = self.heard[i];
+            }
             self.peers.copy_within(i + 1..self.len as usize, i);
+            self.heard.copy_within(i + 1..self.len as usize, i);
             self.len -= 1;
         }
         if self.len as usize == MAX_KNOWN {
             self.peers.copy_within(1.., 0);
+            self.heard.copy_within(1.., 0);
             self.len -= 1;
         }
         self.peers[self.len as usize] = peer;
+        self.heard[self.len as usize] = heard;
         self.len += 1;
+        // The first contact is the baseline: the partition in force then counts as checked
+        // with the members met from then on.
+        if self.checked.is_none() {
+            self.checked = Some(me.partition);
+        }
         let v = verdict(me, &peer);
         if v == Verdict::Second && self.conflict.is_none_or(|c| c.partition != me.partition) {
             self.conflict = Some(Conflict {
@@ -128,10 +182,25 @@ impl Known {
         v
     }
 
-    /// The refusal in force, if any: for the partition in force, or for one the configuration
-    /// left since, until a round of handshakes has checked the new one ([`Known::lift`]).
-    pub fn refuses(&self) -> Option<Conflict> {
-        self.conflict
+    /// The refusal in force for a server using `partition`, if any: for that partition, or for
+    /// one the configuration left since; or, for a server that has met members, a partition
+    /// changed since it last did and not checked yet (a [`Conflict`] naming the partition
+    /// checked last, its peer unknown) until a round of handshakes checks it ([`Known::lift`]).
+    pub fn refuses(&self, partition: u16) -> Option<Conflict> {
+        self.conflict.or_else(|| match self.checked {
+            Some(c) if self.len > 0 && c != partition => Some(Conflict {
+                partition: c,
+                peer: Member::default(),
+            }),
+            _ => None,
+        })
+    }
+
+    /// Notes that this server made IDs with `partition` (whether it must be recorded).
+    pub fn made_with(&mut self, partition: u16) -> bool {
+        let new = self.made != Some(partition);
+        self.made = Some(partition);
+        new
     }
 
     /// After a full round of handshakes (every subscription's publisher answered) with the
@@ -139,13 +208,16 @@ impl Known {
     /// partition; the round found no member first with this one, or it would have replaced
     /// it). Returns whether one was lifted.
     pub fn lift(&mut self, partition: Option<u16>) -> bool {
-        match self.conflict {
-            Some(c) if partition.is_some_and(|p| p != c.partition) => {
-                self.conflict = None;
-                true
-            }
-            _ => false,
+        let Some(p) = partition else {
+            return false;
+        };
+        if self.conflict.is_some_and(|c| c.partition == p) {
+            // The round found the member that came first with it again.
+            return false;
         }
+        let unchecked = self.len > 0 && self.checked.is_some_and(|c| c != p);
+        self.checked = Some(p);
+        self.conflict.take().is_some() || unchecked
     }
 
     /// A partition to suggest instead of `from`: the next live one (below `live_end`, wrapping
@@ -155,6 +227,33 @@ impl Known {
             .map(|k| ((u32::from(from) + k) % u32::from(live_end)) as u16)
             .find(|&p| !taken(p) && !self.peers().iter().any(|m| m.partition == p))
     }
+}
+
+/// The record, in the data directory, of the partition this server made IDs with.
+pub const MADE_FILE: &str = "sno_generator.member_made";
+
+/// Writes the record that this server made IDs with `partition` (flushed when `fsync`).
+pub fn save_made(dir: &std::path::Path, partition: u16, fsync: bool) -> std::io::Result<()> {
+    let tmp = dir.join(format!("{MADE_FILE}.tmp"));
+    std::fs::write(&tmp, format!("made_ids_with={partition}\n"))?;
+    if fsync {
+        std::fs::File::open(&tmp)?.sync_all()?;
+    }
+    std::fs::rename(&tmp, dir.join(MADE_FILE))?;
+    if fsync {
+        super::lost::sync_dir(dir)?;
+    }
+    Ok(())
+}
+
+/// The partition the record says this server made IDs with.
+pub fn load_made(dir: &std::path::Path) -> Option<u16> {
+    std::fs::read_to_string(dir.join(MADE_FILE))
+        .ok()?
+        .strip_prefix("made_ids_with=")?
+        .trim()
+        .parse()
+        .ok()
 }
 
 /// The length of a refusal's WAL record: format version 1 (1 byte), partition (2), the peer's

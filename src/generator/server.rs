@@ -19,7 +19,7 @@ use crate::generator::bound::Persisted;
 use crate::generator::citus::{Node, Source};
 use crate::generator::cursor::Cursor;
 use crate::generator::lineage::{Refusal, State, NO_GROUP};
-use crate::generator::member::{Conflict, Known, Member, Verdict};
+use crate::generator::member::{self, Conflict, Known, Member, Verdict};
 use crate::generator::timeline::{Claim, Grant, Promise, Timeline};
 use crate::id::layout::MAX_UNITS;
 
@@ -267,7 +267,7 @@ pub fn judge<H: Host>(
     }
     let key = (timeline, source_key(source));
     if m.judged == key && !m.lineage.copied && !take_over {
-        return match m.members.refuses() {
+        return match m.members.refuses(h.partition()) {
             Some(c) => Err(SlowError::Member(c)),
             None => Ok(()),
         };
@@ -279,7 +279,7 @@ pub fn judge<H: Host>(
     // Refused before anything changes, as the lineage's refusals are: a member of the group
     // came first with this partition (or with the one before it, and this one is not checked
     // yet).
-    if let Some(c) = m.members.refuses() {
+    if let Some(c) = m.members.refuses(j.partition) {
         return Err(SlowError::Member(c));
     }
     // Closes the cursor: no backend goes on with what it read before this judgment.
@@ -315,7 +315,7 @@ pub fn member<H: Host>(h: &H, m: &Memory) -> Option<Member> {
     Some(Member {
         id: m.lineage.system_identifier,
         partition,
-        made_ids: m.lineage.made_ids_with(partition),
+        made_ids: m.members.made == Some(partition) || m.lineage.inherited_ids_with(partition),
     })
 }
 
@@ -328,10 +328,11 @@ pub fn meet<H: Host>(
     h: &H,
     m: &mut Memory,
     peer: Member,
+    heard: member::Provenance,
 ) -> Option<(Member, Verdict, Option<Conflict>)> {
     let me = member(h, m)?;
     let was = m.members.conflict;
-    let v = m.members.meet(&me, peer);
+    let v = m.members.meet(&me, peer, heard);
     let new = (m.members.conflict != was)
         .then_some(m.members.conflict)
         .flatten();
@@ -353,20 +354,33 @@ pub struct Heard {
     pub via: Option<Member>,
     /// The refusal this handshake made (for the host to record: file, WAL).
     pub refused: Option<Conflict>,
-    /// The members this server met, the peer left out (what it tells the peer in turn).
+    /// The members this server learned over its own connections, the peer left out (what it
+    /// tells the peer in turn).
     pub known: Vec<Member>,
 }
 
 /// One side of a handshake with `peer`, another member of a replicating group, which told the
 /// members it met (`beyond`): both sides run it, the publisher on the subscriber's word (in
-/// `sno_member_hello`) and the subscriber on the publisher's answer, so each learns the group
-/// beyond the other. Under the lock.
-pub fn hear<H: Host>(h: &H, m: &mut Memory, peer: Member, beyond: &[Member]) -> Option<Heard> {
+/// `sno_member_hello`; `verified` false: hearsay, for its own decision only) and the
+/// subscriber on the publisher's answer over its own connection (`verified` true), so each
+/// learns the group beyond the other. Under the lock.
+pub fn hear<H: Host>(
+    h: &H,
+    m: &mut Memory,
+    peer: Member,
+    beyond: &[Member],
+    verified: bool,
+) -> Option<Heard> {
     let was = m.members.conflict;
-    let (me, verdict, _) = meet(h, m, peer)?;
+    let itself = if verified {
+        member::Provenance::Connected
+    } else {
+        member::Provenance::Itself
+    };
+    let (me, verdict, _) = meet(h, m, peer, itself)?;
     let mut via = None;
     for k in beyond.iter().filter(|k| k.id != me.id && k.id != peer.id) {
-        if let Some((_, Verdict::Second, _)) = meet(h, m, *k) {
+        if let Some((_, Verdict::Second, _)) = meet(h, m, *k, member::Provenance::Hearsay) {
             via = via.or(Some(*k));
         }
     }
@@ -375,10 +389,8 @@ pub fn hear<H: Host>(h: &H, m: &mut Memory, peer: Member, beyond: &[Member]) -> 
         .flatten();
     let known = m
         .members
-        .peers()
-        .iter()
+        .verified_peers()
         .filter(|k| k.id != peer.id)
-        .copied()
         .collect();
     Some(Heard {
         me,
@@ -588,6 +600,8 @@ pub fn generate_slow<H: Host, B: Backend>(
                 if opened {
                     m.units_opened += 1;
                     opened_here = true;
+                    // What a handshake says of this server (recorded by the worker).
+                    m.members.made_with(h.partition());
                 }
                 // Given to the backend only once the bound is durable (below). If the judgment
                 // started a new epoch, this one is already past: the next call comes back here

@@ -139,8 +139,9 @@ pub enum Problem<'a> {
         explicit: bool,
         suggest: Option<u16>,
     },
-    /// The partition changed after such a refusal, and was not compared with every member yet.
-    MemberUnchecked { was: u16, now: u16 },
+    /// The partition changed (after such a refusal, or while the server has met members), and
+    /// was not compared with every member yet.
+    MemberUnchecked { was: u16, now: u16, refused: bool },
     /// `sno_member_hello()` by a role that is neither a superuser nor has REPLICATION.
     MemberHelloDenied,
     /// `sno_member_check()` by a non-superuser.
@@ -532,15 +533,19 @@ impl Problem<'_> {
                 if *explicit { "sno.partition" } else { "derived partition" }
             ))
             .hint(match suggest {
-                Some(p) => format!("Give this server a partition no other server uses ({p}: none of the servers it met uses it); as a superuser: ALTER SYSTEM SET sno.partition = {p}; SELECT pg_reload_conf(); Then, once SHOW sno.partition says {p} (the reload takes a moment), compare it with every member before any ID is made with it: SELECT * FROM sno_member_check();"),
-                None => "Give this server a partition no other server uses; as a superuser: ALTER SYSTEM SET sno.partition = <a number below 61440>; SELECT pg_reload_conf(); Then, once SHOW sno.partition says it, compare it with every member before any ID is made with it: SELECT * FROM sno_member_check();".to_string(),
+                Some(p) => format!("Give this server a partition no other server uses ({p}: none of the servers it met uses it); as a superuser, run ALTER SYSTEM SET sno.partition = {p}; then SELECT pg_reload_conf(); then, once SHOW sno.partition says {p} (the reload takes a moment), compare it with every member before any ID is made with it: SELECT * FROM sno_member_check();"),
+                None => "Give this server a partition no other server uses; as a superuser, run ALTER SYSTEM SET sno.partition = <a number below 61440>; then SELECT pg_reload_conf(); then, once SHOW sno.partition says it, compare it with every member before any ID is made with it: SELECT * FROM sno_member_check();".to_string(),
             }),
-            Problem::MemberUnchecked { was, now } => Report::new(
+            Problem::MemberUnchecked { was, now, refused } => Report::new(
                 Code::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
                 format!("sno partition {now} is not compared with the members of this server's replicating group yet"),
             )
-            .detail(format!("Partition {was} was refused here (another member came first with it), and sno.partition is now {now}. No ID is made with {now} until every subscription's publisher was compared with it, so that two refused servers that took the same new partition never both make IDs with it."))
-            .hint("As a superuser, SELECT * FROM sno_member_check(); (sno also runs it every 10 seconds): with every row apart or goes on, the next call uses the new partition."),
+            .detail(if *refused {
+                format!("Partition {was} was refused here (another member came first with it), and sno.partition is now {now}. No ID is made with {now} until every subscription's publisher was compared with it, so that two refused servers that took the same new partition never both make IDs with it.")
+            } else {
+                format!("sno.partition changed from {was} to {now} while this server replicates with other members that have sno. No ID is made with {now} until every subscription's publisher was compared with it: another member may use it.")
+            })
+            .hint("As a superuser, SELECT * FROM sno_member_check(); (sno also runs it every 10 seconds): once every row says apart or goes on, the next call uses the new partition. A row that says failed is a publisher that did not answer: bring it back, or disable that subscription (ALTER SUBSCRIPTION ... DISABLE), then run the check again."),
             Problem::MemberHelloDenied => Report::new(
                 Code::ERRCODE_INSUFFICIENT_PRIVILEGE,
                 "permission denied for sno_member_hello()",

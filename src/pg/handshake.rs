@@ -405,7 +405,7 @@ fn handshake(sub: &Subscription) -> Outcome {
                 }
             };
             match answer {
-                Ok(Some(a)) => match members::hear(a.publisher, &a.known) {
+                Ok(Some(a)) => match members::hear(a.publisher, &a.known, true) {
                     Some(h) => Outcome::Met(a.publisher, h.verdict, h.via),
                     None => Outcome::Undecided,
                 },
@@ -509,7 +509,7 @@ fn sno_member_hello(
             v.to_string(),
         )
     };
-    let rows: Vec<_> = match members::hear(peer, &decode_known(caller_known)) {
+    let rows: Vec<_> = match members::hear(peer, &decode_known(caller_known), false) {
         Some(h) => std::iter::once(row(h.me, verdict_name(h.verdict)))
             .chain(h.known.into_iter().map(|k| row(k, KNOWN)))
             .collect(),
@@ -584,6 +584,10 @@ fn sno_member_check() -> TableIterator<
 pub struct Rounds {
     next: std::time::Instant,
     running: Option<pgrx::bgworkers::DynamicBackgroundWorker>,
+    /// The partition last recorded as made IDs with ([`members::keep_made`]).
+    made: Option<u16>,
+    /// When the server log was last told that no worker slot was free for a round.
+    no_slot_told: Option<std::time::Instant>,
 }
 
 impl Rounds {
@@ -591,12 +595,15 @@ impl Rounds {
         Rounds {
             next: std::time::Instant::now(),
             running: None,
+            made: crate::generator::member::load_made(std::path::Path::new(".")),
+            no_slot_told: None,
         }
     }
 
     /// Called by the lineage worker at each wake-up (a background worker between
     /// transactions).
     pub fn tick(&mut self) {
+        members::keep_made(&mut self.made);
         let now = std::time::Instant::now();
         if now < self.next {
             return;
@@ -630,6 +637,14 @@ impl Rounds {
                     .set_restart_time(None)
                     .load_dynamic()
                     .ok();
+                if self.running.is_none()
+                    && self
+                        .no_slot_told
+                        .is_none_or(|t| now.duration_since(t) >= std::time::Duration::from_secs(60))
+                {
+                    self.no_slot_told = Some(now);
+                    pgrx::warning!("sno: no background worker slot was free for the sno member check worker: this server's partition is not compared with its subscriptions' publishers (tried every 10 s; raise max_worker_processes by one and restart the server)");
+                }
             }
         }
     }

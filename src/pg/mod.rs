@@ -136,6 +136,7 @@ pub extern "C-unwind" fn _PG_init() {
             grant: issuer::replay_grant,
             member: issuer::members::replay,
             unrecorded_read_back: issuer::durable::replay_unrecorded_read_back,
+            member_lifted: issuer::members::replay_lifted,
         });
         worker::init();
     }

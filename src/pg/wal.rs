@@ -37,6 +37,9 @@ const XLOG_SNO_MEMBER: u8 = 0x30;
 /// The grants a restore loaded while sno was not preloaded were read back
 /// (`sno_generator.unrecorded` removed; since 0.9.0): standbys remove their copy of the record.
 const XLOG_SNO_UNRECORDED_READ_BACK: u8 = 0x40;
+/// A refusal of the kind [`XLOG_SNO_MEMBER`] records was lifted (the partition changed and was
+/// checked with every member; since 0.9.0).
+const XLOG_SNO_MEMBER_LIFTED: u8 = 0x50;
 
 /// Registers the resource manager. Called from `_PG_init` while the postmaster preloads
 /// libraries.
@@ -48,6 +51,7 @@ pub struct Redo {
     pub grant: fn(&'static crate::pg::shmem::Shared, u16, u32),
     pub member: fn(&'static crate::pg::shmem::Shared, crate::generator::member::Conflict),
     pub unrecorded_read_back: fn(&'static crate::pg::shmem::Shared),
+    pub member_lifted: fn(&'static crate::pg::shmem::Shared),
 }
 
 static REDO: std::sync::OnceLock<Redo> = std::sync::OnceLock::new();
@@ -125,6 +129,17 @@ pub fn log_member(c: &crate::generator::member::Conflict) -> u64 {
         pg_sys::XLogBeginInsert();
         pg_sys::XLogRegisterData(rec.as_ptr() as *mut _, rec.len() as _);
         pg_sys::XLogInsert(RM_ID, XLOG_SNO_MEMBER)
+    }
+}
+
+/// Writes the record that a member refusal was lifted. Returns its end.
+pub fn log_member_lifted() -> u64 {
+    let marker = [1u8];
+    // SAFETY: the data outlives XLogInsert, which copies it.
+    unsafe {
+        pg_sys::XLogBeginInsert();
+        pg_sys::XLogRegisterData(marker.as_ptr() as *mut _, marker.len() as _);
+        pg_sys::XLogInsert(RM_ID, XLOG_SNO_MEMBER_LIFTED)
     }
 }
 
@@ -297,6 +312,13 @@ unsafe extern "C-unwind" fn redo(record: *mut pg_sys::XLogReaderState) {
         // Registered only together with the shared memory, so this cannot happen.
         errors::raise(Problem::NoSharedMemory);
     };
+    if record_info(record) == XLOG_SNO_MEMBER_LIFTED {
+        (REDO
+            .get()
+            .expect("sno: redo callbacks set at start")
+            .member_lifted)(s);
+        return;
+    }
     if record_info(record) == XLOG_SNO_UNRECORDED_READ_BACK {
         (REDO
             .get()
@@ -357,7 +379,11 @@ unsafe extern "C-unwind" fn desc(buf: pg_sys::StringInfo, record: *mut pg_sys::X
         }
     });
     let read_back = (record_info(record) == XLOG_SNO_UNRECORDED_READ_BACK)
-        .then(|| "the grants a restore loaded were read back".to_string());
+        .then(|| "the grants a restore loaded were read back".to_string())
+        .or_else(|| {
+            (record_info(record) == XLOG_SNO_MEMBER_LIFTED)
+                .then(|| "the refusal of a member's partition was lifted".to_string())
+        });
     let text = if let Some(t) = grant.or(member).or(read_back) {
         t
     } else {
@@ -384,11 +410,13 @@ unsafe extern "C-unwind" fn identify(info: u8) -> *const c_char {
     const GRANT: &CStr = c"GRANT";
     const MEMBER: &CStr = c"MEMBER";
     const READ_BACK: &CStr = c"UNRECORDED_READ_BACK";
+    const LIFTED: &CStr = c"MEMBER_LIFTED";
     match info & !0x0f {
         XLOG_SNO_LINEAGE => LINEAGE.as_ptr(),
         XLOG_SNO_GRANT => GRANT.as_ptr(),
         XLOG_SNO_MEMBER => MEMBER.as_ptr(),
         XLOG_SNO_UNRECORDED_READ_BACK => READ_BACK.as_ptr(),
+        XLOG_SNO_MEMBER_LIFTED => LIFTED.as_ptr(),
         _ => core::ptr::null(),
     }
 }

@@ -124,8 +124,8 @@ check "n5: sno_generate names the conflict" \
 check "n5: sno_generate_at and leases are refused too" \
     "$(q n5 "SELECT sno_generate_at(1, now())" 2>&1 | grep -c '^ERROR:  sno partition 302')$(q n5 "SELECT * FROM sno_lease_acquire(holder => 'svc', ttl => '1 min')" 2>&1 | grep -c '^ERROR:  sno partition 302')" 11
 check "n2, there first, goes on" "$(q n2 "INSERT INTO events (node, n) VALUES (2, 0) RETURNING sno_partition(id)")" 302
-hint="$(sed -n 's/^HINT:  .*as a superuser: \(ALTER SYSTEM .*\)$/\1/p' <<<"$err")"
-re='^(ALTER SYSTEM SET sno\.partition = ([0-9]+);) (SELECT pg_reload_conf\(\);) Then, once SHOW sno\.partition says [0-9]+ \(the reload takes a moment\), compare it with every member before any ID is made with it: (SELECT \* FROM sno_member_check\(\);)$'
+hint="$(sed -n 's/^HINT:  .*as a superuser, run \(ALTER SYSTEM .*\)$/\1/p' <<<"$err")"
+re='^(ALTER SYSTEM SET sno\.partition = ([0-9]+);) then (SELECT pg_reload_conf\(\);) then, once SHOW sno\.partition says [0-9]+ \(the reload takes a moment\), compare it with every member before any ID is made with it: (SELECT \* FROM sno_member_check\(\);)$'
 [[ "$hint" =~ $re ]] || die "n5: the HINT does not give the statements to run: $err"
 part[5]="${BASH_REMATCH[2]}"
 node_psql n5 -c "${BASH_REMATCH[1]}" -c "${BASH_REMATCH[3]}" >/dev/null

@@ -37,30 +37,88 @@ fn the_one_with_ids_goes_on_then_the_older_cluster() {
 fn a_refusal_stands_until_the_partition_changes() {
     let mut k = Known::NONE;
     let me = m(9 << 32, 101, false);
-    assert_eq!(k.meet(&me, m(1 << 32, 101, true)), Verdict::Second);
-    assert_eq!(k.refuses().map(|c| c.peer.id), Some(1 << 32));
+    assert_eq!(
+        k.meet(&me, m(1 << 32, 101, true), Provenance::Connected),
+        Verdict::Second
+    );
+    assert_eq!(k.refuses(101).map(|c| c.peer.id), Some(1 << 32));
     // Meeting another member does not replace it; the same member again is noted once.
-    k.meet(&me, m(2 << 32, 101, true));
-    k.meet(&me, m(1 << 32, 101, true));
-    assert_eq!(k.refuses().map(|c| c.peer.id), Some(1 << 32));
+    k.meet(&me, m(2 << 32, 101, true), Provenance::Connected);
+    k.meet(&me, m(1 << 32, 101, true), Provenance::Connected);
+    assert_eq!(k.refuses(101).map(|c| c.peer.id), Some(1 << 32));
     assert_eq!(k.peers().len(), 2);
     assert!(!k.lift(Some(101)));
     assert!(!k.lift(None));
     // A new partition: refused until checked; a member first with it replaces the refusal.
     let moved = m(9 << 32, 105, false);
-    assert_eq!(k.meet(&moved, m(3 << 32, 105, true)), Verdict::Second);
-    assert_eq!(k.refuses().map(|c| c.partition), Some(105));
+    assert_eq!(
+        k.meet(&moved, m(3 << 32, 105, true), Provenance::Connected),
+        Verdict::Second
+    );
+    assert_eq!(k.refuses(105).map(|c| c.partition), Some(105));
     assert!(!k.lift(Some(105)));
     assert!(k.lift(Some(106)));
-    assert_eq!(k.refuses(), None);
+    assert_eq!(k.refuses(106), None);
+}
+
+#[test]
+fn a_partition_changed_in_a_group_waits_for_a_round() {
+    let mut k = Known::NONE;
+    // Alone: any partition goes.
+    assert_eq!(k.refuses(7), None);
+    k.meet(
+        &m(9 << 32, 7, true),
+        m(1 << 32, 8, true),
+        Provenance::Connected,
+    );
+    assert_eq!(k.refuses(7), None);
+    // Changed while the server has peers: refused (naming the partition checked) until a round.
+    assert_eq!(k.refuses(9).map(|c| (c.partition, c.peer.id)), Some((7, 0)));
+    assert!(k.lift(Some(9)));
+    assert_eq!(k.refuses(9), None);
+    assert!(!k.lift(Some(9)));
+    assert!(k.made_with(9));
+    assert!(!k.made_with(9));
+}
+
+#[test]
+fn hearsay_never_replaces_what_a_connection_told() {
+    let mut k = Known::NONE;
+    let me = m(9 << 32, 101, false);
+    // Learned over a connection: member 1 moved to 102.
+    assert_eq!(
+        k.meet(&me, m(1 << 32, 102, true), Provenance::Connected),
+        Verdict::Apart
+    );
+    // Another's stale word (101, with IDs) neither replaces it nor refuses this server.
+    assert_eq!(
+        k.meet(&me, m(1 << 32, 101, true), Provenance::Hearsay),
+        Verdict::Apart
+    );
+    assert_eq!(k.refuses(101), None);
+    assert_eq!(k.peers()[0].partition, 102);
+    assert_eq!(k.verified_peers().count(), 1);
+    // What member 1 says of itself calling here replaces it (fresher), but is not told on.
+    assert_eq!(
+        k.meet(&me, m(1 << 32, 103, true), Provenance::Itself),
+        Verdict::Apart
+    );
+    assert_eq!(k.peers()[0].partition, 103);
+    assert_eq!(k.verified_peers().count(), 0);
+    // A member only another spoke of is used here, never told to others.
+    assert_eq!(
+        k.meet(&me, m(2 << 32, 101, true), Provenance::Hearsay),
+        Verdict::Second
+    );
+    assert_eq!(k.verified_peers().count(), 0);
 }
 
 #[test]
 fn the_suggestion_avoids_members_and_the_lineage() {
     let mut k = Known::NONE;
     let me = m(9 << 32, 101, false);
-    k.meet(&me, m(1 << 32, 101, true));
-    k.meet(&me, m(2 << 32, 102, true));
+    k.meet(&me, m(1 << 32, 101, true), Provenance::Connected);
+    k.meet(&me, m(2 << 32, 102, true), Provenance::Connected);
     assert_eq!(k.suggest(101, 61440, |p| p == 103), Some(104));
     assert_eq!(k.suggest(61439, 61440, |p| p == 0), Some(1));
 }
@@ -70,7 +128,7 @@ fn the_oldest_member_is_forgotten_first() {
     let mut k = Known::NONE;
     let me = m(u64::MAX, 1, false);
     for i in 0..(MAX_KNOWN as u64 + 3) {
-        k.meet(&me, m(i + 1, 2, true));
+        k.meet(&me, m(i + 1, 2, true), Provenance::Connected);
     }
     assert_eq!(k.peers().len(), MAX_KNOWN);
     assert_eq!(k.peers()[0].id, 4);
@@ -141,8 +199,8 @@ proptest! {
             if a == b {
                 continue;
             }
-            let va = known[a].meet(&ms[a], ms[b]);
-            let vb = known[b].meet(&ms[b], ms[a]);
+            let va = known[a].meet(&ms[a], ms[b], Provenance::Connected);
+            let vb = known[b].meet(&ms[b], ms[a], Provenance::Connected);
             match va {
                 Verdict::Apart => prop_assert_eq!(vb, Verdict::Apart),
                 Verdict::First => prop_assert_eq!(vb, Verdict::Second),
@@ -153,7 +211,7 @@ proptest! {
         }
         for a in 0..n {
             let earlier = (0..n).any(|b| b != a && verdict(&ms[a], &ms[b]) == Verdict::Second);
-            prop_assert_eq!(known[a].refuses().is_some(), earlier);
+            prop_assert_eq!(known[a].refuses(ms[a].partition).is_some(), earlier);
         }
         // Of the members left going on, no two share a partition.
         for a in 0..n {

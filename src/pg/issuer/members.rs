@@ -21,11 +21,12 @@ pub(crate) fn known() -> Vec<Member> {
     shmem::shared().map_or_else(Vec::new, |s| shmem::read(s, |g| g.members.peers().to_vec()))
 }
 
-/// One side of a handshake with `peer`, which met `beyond` ([`server::hear`]); a refusal it
+/// One side of a handshake with `peer`, which met `beyond` ([`server::hear`]; `verified`: over
+/// this server's own connection); a refusal it
 /// makes is recorded in the data directory and WAL before this returns.
-pub(crate) fn hear(peer: Member, beyond: &[Member]) -> Option<Heard> {
+pub(crate) fn hear(peer: Member, beyond: &[Member], verified: bool) -> Option<Heard> {
     let s = shmem::shared()?;
-    let heard = shmem::locked(s, |g| server::hear(&PgHost(s), g, peer, beyond))?;
+    let heard = shmem::locked(s, |g| server::hear(&PgHost(s), g, peer, beyond, verified))?;
     if let Some(c) = heard.refused {
         pgrx::log!(
             "sno: partition {} is refused here: the server with system identifier {} uses it and came first",
@@ -43,6 +44,27 @@ pub(crate) fn hear(peer: Member, beyond: &[Member]) -> Option<Heard> {
     Some(heard)
 }
 
+/// Redo of the record of a lifted refusal.
+pub fn replay_lifted(s: &'static Shared) {
+    shmem::locked(s, |g| g.members.conflict = None);
+    record(None);
+}
+
+/// Records (in the lineage worker, outside the lock) the partition this server made IDs with,
+/// when it changed since `written`.
+pub(crate) fn keep_made(written: &mut Option<u16>) {
+    let Some(s) = shmem::shared() else {
+        return;
+    };
+    let made = shmem::read(s, |g| g.members.made);
+    if let (Some(p), true) = (made, made != *written) {
+        match member::save_made(std::path::Path::new("."), p, shmem::fsync_enabled()) {
+            Ok(()) => *written = made,
+            Err(e) => pgrx::warning!("sno: could not write \"{}\": {e}", member::MADE_FILE),
+        }
+    }
+}
+
 /// Redo of a member record: the refusal kept in shared memory and recorded here too.
 pub fn replay(s: &'static Shared, c: Conflict) {
     let was = shmem::locked(s, |g| g.members.conflict.replace(c));
@@ -57,11 +79,19 @@ pub(crate) fn lift_if_checked() {
     let Some(s) = shmem::shared() else {
         return;
     };
-    let (lifted, left) = shmem::locked(s, |g| (server::checked(&PgHost(s), g), g.members.conflict));
-    if lifted || (left.is_none() && member::load(std::path::Path::new(".")).is_some()) {
-        if lifted {
-            pgrx::log!("sno: the refusal of partition {} is lifted: every member was compared with the partition configured now", left.map_or(0, |c| c.partition));
+    let (was, lifted, left) = shmem::locked(s, |g| {
+        let was = g.members.conflict;
+        (was, server::checked(&PgHost(s), g), g.members.conflict)
+    });
+    if let (Some(c), true, None) = (was, lifted, left) {
+        pgrx::log!("sno: the refusal of partition {} is lifted: every member was compared with the partition configured now", c.partition);
+        // In WAL too: a crash recovery (or a standby) that replays the refusal replays this.
+        // SAFETY: plain read of a shared flag.
+        if !unsafe { pgrx::pg_sys::RecoveryInProgress() } {
+            crate::pg::wal::flush(crate::pg::wal::log_member_lifted());
         }
+    }
+    if left.is_none() && member::load(std::path::Path::new(".")).is_some() {
         record(None);
     }
 }
@@ -82,11 +112,11 @@ fn record(c: Option<&Conflict>) {
 
 /// At start-up (the postmaster, before any other process): the refusal recorded here.
 pub(crate) fn restore(s: &mut Shared) {
-    if let Some(c) = member::load(std::path::Path::new(".")) {
-        // SAFETY: the postmaster, before any other process exists.
-        let g = unsafe { &mut *s.guarded.get() };
-        g.members.conflict = Some(c);
-    }
+    let dir = std::path::Path::new(".");
+    // SAFETY: the postmaster, before any other process exists.
+    let g = unsafe { &mut *s.guarded.get() };
+    g.members.conflict = member::load(dir);
+    g.members.made = member::load_made(dir);
 }
 
 /// Raises the refusal `c`, with a partition to use instead.
@@ -100,6 +130,7 @@ pub(super) fn raise(c: Conflict) -> ! {
         errors::raise(Problem::MemberUnchecked {
             was: c.partition,
             now,
+            refused: c.peer.id != 0,
         })
     }
     let suggest = shmem::read(s, |g| server::suggest(g, &c));
