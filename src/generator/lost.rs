@@ -54,26 +54,44 @@ pub fn read(dir: &std::path::Path) -> Option<Lost> {
 /// Writes the record `l` in `dir` (a temporary file, flushed, renamed; the directory flushed),
 /// unless `fsync` is off.
 pub fn write(dir: &std::path::Path, l: Lost, fsync: bool) -> std::io::Result<()> {
+    put_whole(dir, FILE_NAME, &encode(l), fsync)
+}
+
+/// Removes the record in `dir` (none there is not an error), the directory flushed so that a
+/// crash cannot bring it back, unless `fsync` is off.
+pub fn remove(dir: &std::path::Path, fsync: bool) -> std::io::Result<()> {
+    remove_whole(dir, FILE_NAME, fsync)
+}
+
+/// Writes the small record file `name` in `dir` whole: a temporary file, flushed, renamed, the
+/// directory flushed (the flushes unless `fsync` is off). The data directory's records
+/// (`sno_generator.lost`, `.unrecorded`, `.member_conflict`, `.member_made`) are written so.
+pub(crate) fn put_whole(
+    dir: &std::path::Path,
+    name: &str,
+    text: &str,
+    fsync: bool,
+) -> std::io::Result<()> {
     use std::io::Write;
-    let tmp = dir.join(format!("{FILE_NAME}.tmp"));
+    let tmp = dir.join(format!("{name}.tmp"));
     {
         let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(encode(l).as_bytes())?;
+        f.write_all(text.as_bytes())?;
         if fsync {
             f.sync_all()?;
         }
     }
-    std::fs::rename(&tmp, dir.join(FILE_NAME))?;
+    std::fs::rename(&tmp, dir.join(name))?;
     if fsync {
         sync_dir(dir)?;
     }
     Ok(())
 }
 
-/// Removes the record in `dir` (none there is not an error), the directory flushed so that a
-/// crash cannot bring it back, unless `fsync` is off.
-pub fn remove(dir: &std::path::Path, fsync: bool) -> std::io::Result<()> {
-    match std::fs::remove_file(dir.join(FILE_NAME)) {
+/// Removes the record file `name` from `dir` (none there is not an error), the directory
+/// flushed so that a crash cannot bring it back, unless `fsync` is off.
+pub(crate) fn remove_whole(dir: &std::path::Path, name: &str, fsync: bool) -> std::io::Result<()> {
+    match std::fs::remove_file(dir.join(name)) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
         Err(e) => Err(e),
         Ok(()) if fsync => sync_dir(dir),

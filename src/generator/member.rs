@@ -234,16 +234,8 @@ pub const MADE_FILE: &str = "sno_generator.member_made";
 
 /// Writes the record that this server made IDs with `partition` (flushed when `fsync`).
 pub fn save_made(dir: &std::path::Path, partition: u16, fsync: bool) -> std::io::Result<()> {
-    let tmp = dir.join(format!("{MADE_FILE}.tmp"));
-    std::fs::write(&tmp, format!("made_ids_with={partition}\n"))?;
-    if fsync {
-        std::fs::File::open(&tmp)?.sync_all()?;
-    }
-    std::fs::rename(&tmp, dir.join(MADE_FILE))?;
-    if fsync {
-        super::lost::sync_dir(dir)?;
-    }
-    Ok(())
+    let text = format!("made_ids_with={partition}\n");
+    super::lost::put_whole(dir, MADE_FILE, &text, fsync)
 }
 
 /// The partition the record says this server made IDs with.
@@ -323,16 +315,7 @@ pub fn from_text(text: &str) -> Option<Conflict> {
 
 /// Writes the record of `c` in `dir` (flushed with its directory when `fsync`).
 pub fn save(dir: &std::path::Path, c: &Conflict, fsync: bool) -> std::io::Result<()> {
-    let tmp = dir.join(format!("{FILE_NAME}.tmp"));
-    std::fs::write(&tmp, to_text(c))?;
-    if fsync {
-        std::fs::File::open(&tmp)?.sync_all()?;
-    }
-    std::fs::rename(&tmp, dir.join(FILE_NAME))?;
-    if fsync {
-        super::lost::sync_dir(dir)?;
-    }
-    Ok(())
+    super::lost::put_whole(dir, FILE_NAME, &to_text(c), fsync)
 }
 
 /// The refusal recorded in `dir`, if any (an unreadable record counts as none: it is written
@@ -343,12 +326,7 @@ pub fn load(dir: &std::path::Path) -> Option<Conflict> {
 
 /// Removes the record from `dir`, if it is there.
 pub fn forget(dir: &std::path::Path, fsync: bool) -> std::io::Result<()> {
-    match std::fs::remove_file(dir.join(FILE_NAME)) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(e),
-        Ok(()) if fsync => super::lost::sync_dir(dir),
-        Ok(()) => Ok(()),
-    }
+    super::lost::remove_whole(dir, FILE_NAME, fsync)
 }
 
 #[cfg(test)]

@@ -24,26 +24,12 @@ pub fn note(dir: &std::path::Path, fsync: bool) -> std::io::Result<()> {
     if exists(dir) {
         return Ok(());
     }
-    let tmp = dir.join(format!("{FILE_NAME}.tmp"));
-    std::fs::write(&tmp, TEXT)?;
-    if fsync {
-        std::fs::File::open(&tmp)?.sync_all()?;
-    }
-    std::fs::rename(&tmp, dir.join(FILE_NAME))?;
-    if fsync {
-        super::lost::sync_dir(dir)?;
-    }
-    Ok(())
+    super::lost::put_whole(dir, FILE_NAME, TEXT, fsync)
 }
 
 /// Removes the record from `dir`, if it is there.
 pub fn forget(dir: &std::path::Path, fsync: bool) -> std::io::Result<()> {
-    match std::fs::remove_file(dir.join(FILE_NAME)) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(e),
-        Ok(()) if fsync => super::lost::sync_dir(dir),
-        Ok(()) => Ok(()),
-    }
+    super::lost::remove_whole(dir, FILE_NAME, fsync)
 }
 
 #[cfg(test)]

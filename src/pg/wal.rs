@@ -91,14 +91,20 @@ fn init() {
 /// written once when IDs stop being made).
 pub fn log_lineage(st: &crate::generator::lineage::State, timeline: u32, unimportant: bool) -> u64 {
     let rec = wal_record::encode(st, timeline);
+    insert(XLOG_SNO_LINEAGE, &rec, unimportant)
+}
+
+/// Writes one `sno` record of type `info` holding `data` (marked unimportant if asked), and
+/// returns its end.
+fn insert(info: u8, data: &[u8], unimportant: bool) -> u64 {
     // SAFETY: the data outlives XLogInsert, which copies it.
     unsafe {
         pg_sys::XLogBeginInsert();
         if unimportant {
             pg_sys::XLogSetRecordFlags(pg_sys::XLOG_MARK_UNIMPORTANT as u8);
         }
-        pg_sys::XLogRegisterData(rec.as_ptr() as *mut _, rec.len() as _);
-        pg_sys::XLogInsert(RM_ID, XLOG_SNO_LINEAGE)
+        pg_sys::XLogRegisterData(data.as_ptr() as *mut _, data.len() as _);
+        pg_sys::XLogInsert(RM_ID, info)
     }
 }
 
@@ -111,12 +117,7 @@ pub fn log_grant(incarnation: u64, partition: u16, role: u32) -> u64 {
         partition,
         role,
     });
-    // SAFETY: the data outlives XLogInsert, which copies it.
-    unsafe {
-        pg_sys::XLogBeginInsert();
-        pg_sys::XLogRegisterData(rec.as_ptr() as *mut _, rec.len() as _);
-        pg_sys::XLogInsert(RM_ID, XLOG_SNO_GRANT)
-    }
+    insert(XLOG_SNO_GRANT, &rec, false)
 }
 
 /// Writes a member record: this server refuses partition `c.partition` (a member of its
@@ -124,34 +125,19 @@ pub fn log_grant(incarnation: u64, partition: u16, role: u32) -> u64 {
 /// its end.
 pub fn log_member(c: &crate::generator::member::Conflict) -> u64 {
     let rec = crate::generator::member::encode_record(c);
-    // SAFETY: the data outlives XLogInsert, which copies it.
-    unsafe {
-        pg_sys::XLogBeginInsert();
-        pg_sys::XLogRegisterData(rec.as_ptr() as *mut _, rec.len() as _);
-        pg_sys::XLogInsert(RM_ID, XLOG_SNO_MEMBER)
-    }
+    insert(XLOG_SNO_MEMBER, &rec, false)
 }
 
 /// Writes the record that a member refusal was lifted. Returns its end.
 pub fn log_member_lifted() -> u64 {
     let marker = [1u8];
-    // SAFETY: the data outlives XLogInsert, which copies it.
-    unsafe {
-        pg_sys::XLogBeginInsert();
-        pg_sys::XLogRegisterData(marker.as_ptr() as *mut _, marker.len() as _);
-        pg_sys::XLogInsert(RM_ID, XLOG_SNO_MEMBER_LIFTED)
-    }
+    insert(XLOG_SNO_MEMBER_LIFTED, &marker, false)
 }
 
 /// Writes the record that the grants a restore loaded were read back (no data). Returns its end.
 pub fn log_unrecorded_read_back() -> u64 {
     let marker = [1u8];
-    // SAFETY: the data outlives XLogInsert, which copies it.
-    unsafe {
-        pg_sys::XLogBeginInsert();
-        pg_sys::XLogRegisterData(marker.as_ptr() as *mut _, marker.len() as _);
-        pg_sys::XLogInsert(RM_ID, XLOG_SNO_UNRECORDED_READ_BACK)
-    }
+    insert(XLOG_SNO_UNRECORDED_READ_BACK, &marker, false)
 }
 
 /// Flushes WAL up to `lsn` (the end of a lineage record written by [`log_lineage`]). No waiting
