@@ -16,8 +16,8 @@
 #   - zero duplicates over every ID any node made and every ID stamped under a lease.
 # Then a fifth node joins with n2's sno.partition: it is refused within a minute, before its
 # first ID, n2 goes on, and the HINT as printed gives it a partition of its own.
-# Not here (issue 42, open): backfills and leases on several members at once; a member failed
-# over to its standby.
+# Not here: backfills and leases on several members at once (issue 42, open); a member failed
+# over to its standby (member_failover.sh).
 #
 # Usage: active_active.sh SOCKET_DIR PORT BINDIR  (only PORT and BINDIR: own servers)
 set -euo pipefail
