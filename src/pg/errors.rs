@@ -188,13 +188,8 @@ pub enum Problem<'a> {
         /// Parallel workers running when no slot was free.
         parallel_now: i32,
     },
-    /// The role caused as many reserved partitions to be granted as `sno.reserved_limit` allows
-    /// (`session_role`: the login role, where `ALTER ROLE ... SET` takes effect).
-    LeasePoolLimit {
-        role: &'a str,
-        session_role: &'a str,
-        limit: i32,
-    },
+    /// The role caused as many reserved partitions to be granted as `sno.reserved_limit` allows.
+    LeasePoolLimit { role: &'a str, limit: i32 },
     /// A slice size that is not a power of two in 8..65536.
     LeaseBadSequences(i32),
     /// A copy that may run beside its original grants no lease.
@@ -204,11 +199,7 @@ pub enum Problem<'a> {
     /// This database's lease pool was restored from another server.
     LeasesRestored { max_ttl_s: i32 },
     /// The role holds as many active leases as `sno.lease_limit` allows.
-    LeaseLimit {
-        role: &'a str,
-        session_role: &'a str,
-        limit: i32,
-    },
+    LeaseLimit { role: &'a str, limit: i32 },
     /// No lease of that number with that token.
     LeaseToken(i64),
     /// The renewal is refused: the holder must stop with it and acquire a new one.
@@ -644,7 +635,7 @@ impl Problem<'_> {
                     r.hint(format!("Ask for ttl => '{max_s} s' or less (renewals extend a lease as long as its holder runs); no role may have a TTL over 1 day."))
                 } else if *too_long {
                     let raise_to = (*asked_s).max(max_s.saturating_mul(2)).min(86_400);
-                    r.hint(format!("Ask for ttl => '{max_s} s' or less (renewals extend a lease), or have a superuser raise the maximum of the role this session logs in as: ALTER ROLE {} SET sno.lease_max_ttl = '{raise_to}s'; (it counts from the next call; at most 86400s).", crate::pg::gucs::alter_role_target("sno.lease_max_ttl", role, quote_ident(role))))
+                    r.hint(format!("Ask for ttl => '{max_s} s' or less (renewals extend a lease), or have a superuser raise the role's maximum: ALTER ROLE {} SET sno.lease_max_ttl = '{raise_to}s'; (it counts from the next call; at most 86400s).", crate::pg::gucs::alter_role_target("sno.lease_max_ttl", role, quote_ident(role))))
                 } else {
                     r.hint("Ask for ttl => '1 s' or more; '1 min' suits most services.")
                 }
@@ -700,12 +691,12 @@ impl Problem<'_> {
                     .hint("The server log says why; call it again."),
                 }
             }
-            Problem::LeasePoolLimit { role, session_role, limit } => Report::new(
+            Problem::LeasePoolLimit { role, limit } => Report::new(
                 Code::ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
                 format!("role {} has caused its limit of {limit} reserved sno partitions to be granted", quoted(role.as_bytes())),
             )
             .detail("Every slice of the role's lease partitions is leased, and a new pool partition would be granted to this role. A role's leases come only from the partitions granted to it; these and its sno_generate_at sessions' partitions count against its sno.reserved_limit, for good.")
-            .hint(format!("Wait for leases to end, or ask for smaller slices (sequences => 64), or have a superuser raise the limit of the role this session logs in as: ALTER ROLE {} SET sno.reserved_limit = {}; (it counts from the next call).", crate::pg::gucs::alter_role_target("sno.reserved_limit", session_role, quote_ident(session_role)), (*limit).max(0).saturating_mul(2).clamp(1, 4096))),
+            .hint(format!("Wait for leases to end, or ask for smaller slices (sequences => 64), or have a superuser raise the role's limit: ALTER ROLE {} SET sno.reserved_limit = {}; (it counts from the next call).", crate::pg::gucs::alter_role_target("sno.reserved_limit", role, quote_ident(role)), (*limit).max(0).saturating_mul(2).clamp(1, 4096))),
             Problem::LeaseBadSequences(n) => Report::new(
                 Code::ERRCODE_INVALID_PARAMETER_VALUE,
                 format!("a lease of {n} sequence numbers is not possible"),
@@ -730,16 +721,12 @@ impl Problem<'_> {
             )
             .detail("The server it was dumped from may still grant leases, and may have granted partitions after the dump that this server cannot know of, so this database grants none until a superuser says that server is gone.")
             .hint(format!("Acquire leases from the server the dump came from. If that server will never grant leases again (stopped, or sno dropped there) and every lease it granted has ended (sno.lease_max_ttl after its last grant: {max_ttl_s} s unless a role there has a longer one, at most a day), run SELECT sno_lease_take_over(); as a superuser in this database.")),
-            Problem::LeaseLimit {
-                role,
-                session_role,
-                limit,
-            } => Report::new(
+            Problem::LeaseLimit { role, limit } => Report::new(
                 Code::ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
                 format!("role {} holds its limit of {limit} sno partition leases", quoted(role.as_bytes())),
             )
             .detail("A lease counts until its window ends, released or not (its slice stays taken until then); sno_leases shows them. The limit is per role and per database, and bounds the role's rows in the registry too: ended leases are forgotten to make room.")
-            .hint(format!("Wait for the role's leases to end, or have a superuser raise the limit of the role this session logs in as: ALTER ROLE {} SET sno.lease_limit = {}; (it counts from the next call).", crate::pg::gucs::alter_role_target("sno.lease_limit", session_role, quote_ident(session_role)), (*limit).max(0).saturating_mul(2).clamp(1, 65536))),
+            .hint(format!("Wait for the role's leases to end, or have a superuser raise the role's limit: ALTER ROLE {} SET sno.lease_limit = {}; (it counts from the next call).", crate::pg::gucs::alter_role_target("sno.lease_limit", role, quote_ident(role)), (*limit).max(0).saturating_mul(2).clamp(1, 65536))),
             Problem::LeaseToken(lease) => Report::new(
                 Code::ERRCODE_INSUFFICIENT_PRIVILEGE,
                 format!("no sno partition lease {lease} with this token"),

@@ -28,65 +28,113 @@ static IDLE_HORIZON_S: GucSetting<i32> = GucSetting::<i32>::new(60);
 /// per role (`ALTER ROLE ... SET`) and the role cannot raise its own.
 static RESERVED_LIMIT: GucSetting<i32> = GucSetting::<i32>::new(16);
 
-/// `sno.reserved_limit`, as the catalog says it now ([`per_role_now`]).
+/// `sno.reserved_limit`, as the catalog says it now for the calling role ([`per_role_now`]).
 pub fn reserved_limit() -> i32 {
-    per_role_now("sno.reserved_limit", 0, 0..=4096).unwrap_or_else(|| RESERVED_LIMIT.get())
+    let [v] = per_role_now([RESERVED_LIMIT_READ]);
+    v.unwrap_or_else(|| RESERVED_LIMIT.get())
 }
 
-/// What `ALTER ROLE ... SET` and `ALTER DATABASE ... SET` give setting `name` now, for this
-/// session's login role in this database, in PostgreSQL's order (the role in this database, the
-/// role, the database), read from `pg_db_role_setting` at the call, and parsed with the
-/// setting's unit `flags` (a value outside `range` is ignored, as a session's start ignores it
-/// with a warning). A session reads those settings once, when it starts; a pooler keeps
-/// its server sessions for an hour, so a limit a superuser raised or lowered as a HINT says
-/// would not count for them until then. The per-role limits are read this way, so that it
-/// counts at the next call. `None` when the session's value holds: set in the session (a
-/// superuser's `SET`, a function's `SET` clause), or from postgresql.conf with no catalog setting;
-/// or outside a transaction.
-fn per_role_now(name: &str, flags: u32, range: std::ops::RangeInclusive<i32>) -> Option<i32> {
+/// How [`per_role_now`] reads one setting: its name, its unit flags and the values it accepts.
+type Read = (&'static str, u32, std::ops::RangeInclusive<i32>);
+
+const RESERVED_LIMIT_READ: Read = ("sno.reserved_limit", 0, 0..=4096);
+const LEASE_LIMIT_READ: Read = ("sno.lease_limit", 0, 0..=65_536);
+const LEASE_MAX_TTL_READ: Read = ("sno.lease_max_ttl", pgrx::pg_sys::GUC_UNIT_S, 1..=86_400);
+
+/// The per-role settings a lease call needs, read in one query.
+#[derive(Clone, Copy, Debug)]
+pub struct LeaseSettings {
+    /// `sno.reserved_limit`.
+    pub reserved_limit: i32,
+    /// `sno.lease_limit`.
+    pub lease_limit: i32,
+    /// `sno.lease_max_ttl`, in seconds.
+    pub lease_max_ttl_s: i32,
+}
+
+/// [`LeaseSettings`] as the catalog says them now for the calling role ([`per_role_now`]).
+pub fn lease_settings() -> LeaseSettings {
+    let [reserved, leases, ttl] =
+        per_role_now([RESERVED_LIMIT_READ, LEASE_LIMIT_READ, LEASE_MAX_TTL_READ]);
+    LeaseSettings {
+        reserved_limit: reserved.unwrap_or_else(|| RESERVED_LIMIT.get()),
+        lease_limit: leases.unwrap_or_else(|| LEASE_LIMIT.get()),
+        lease_max_ttl_s: ttl.unwrap_or_else(|| LEASE_MAX_TTL_S.get()),
+    }
+}
+
+/// What `ALTER ROLE ... SET` and `ALTER DATABASE ... SET` give each setting now, for the
+/// calling role (`current_user`, the role whose grants and leases count against the limits) in
+/// this database, in PostgreSQL's order (the role in this database, the role, the database),
+/// read from `pg_db_role_setting` at the call, in one query, and parsed with the setting's unit
+/// flags (a value outside its range is ignored, as a session's start ignores it with a
+/// warning). A session reads those settings once, when it starts, and for its login role; a
+/// pooler keeps its server sessions for an hour, so a limit a superuser raised or lowered as a
+/// HINT says would not count for them until then, and a `SET ROLE` would count against one
+/// role under another's limit. The per-role limits are read this way, so that each counts for
+/// its role at the next call. `None` for a setting whose session value holds: set in the
+/// session (a superuser's `SET`, a function's `SET` clause), or from postgresql.conf with no
+/// catalog setting; or outside a transaction.
+fn per_role_now<const N: usize>(reads: [Read; N]) -> [Option<i32>; N] {
     use pgrx::prelude::*;
     // SAFETY: plain reads of this backend's state.
     let (in_xact, role, db) = unsafe {
         (
             pg_sys::IsTransactionState(),
-            pg_sys::GetSessionUserId(),
+            pg_sys::GetUserId(),
             pg_sys::MyDatabaseId,
         )
     };
     if !in_xact {
-        return None;
+        return [const { None }; N];
     }
     // The session's own value stands when it came from the session (a superuser's SET, a
     // function's SET clause); otherwise what the catalog says now, in PostgreSQL's order (the
     // role in this database, the role, the database, ALTER ROLE ALL); and when the catalog says
-    // nothing now but said something at the session's start (since reset), the built-in default.
-    let value = Spi::get_one_with_args::<String>(
-        "WITH cur AS (SELECT source, boot_val FROM pg_catalog.pg_settings \
-                      WHERE name OPERATOR(pg_catalog.=) $3) \
-         SELECT CASE WHEN cur.source OPERATOR(pg_catalog.=) ANY (ARRAY['default', 'configuration file', \
+    // nothing now but said something at the session's start (since reset, or another role's),
+    // the built-in default.
+    let names: Vec<String> = reads.iter().map(|r| r.0.to_string()).collect();
+    let values = Spi::get_one_with_args::<Vec<Option<String>>>(
+        "SELECT pg_catalog.array_agg(v.value ORDER BY v.ord) FROM ( \
+         SELECT n.ord, CASE WHEN cur.source OPERATOR(pg_catalog.=) ANY (ARRAY['default', 'configuration file', \
                      'command line', 'environment variable', 'global', 'database', 'user', 'database user']) \
            THEN coalesce( \
-             (SELECT pg_catalog.substr(c.kv, pg_catalog.length($3) OPERATOR(pg_catalog.+) 2) \
+             (SELECT pg_catalog.substr(c.kv, pg_catalog.length(n.name) OPERATOR(pg_catalog.+) 2) \
               FROM pg_catalog.pg_db_role_setting s, pg_catalog.unnest(s.setconfig) AS c(kv) \
               WHERE s.setrole OPERATOR(pg_catalog.=) ANY (ARRAY[$1, 0::pg_catalog.oid]) \
                 AND s.setdatabase OPERATOR(pg_catalog.=) ANY (ARRAY[$2, 0::pg_catalog.oid]) \
-                AND pg_catalog.starts_with(c.kv, $3 OPERATOR(pg_catalog.||) '=') \
+                AND pg_catalog.starts_with(c.kv, n.name OPERATOR(pg_catalog.||) '=') \
               ORDER BY s.setrole OPERATOR(pg_catalog.=) 0, s.setdatabase OPERATOR(pg_catalog.=) 0 \
               LIMIT 1), \
              CASE WHEN cur.source OPERATOR(pg_catalog.=) ANY (ARRAY['global', 'database', 'user', 'database user']) \
                THEN cur.boot_val END) \
-           END \
-         FROM cur",
-        &[role.into(), db.into(), name.into()],
+           END AS value \
+         FROM pg_catalog.unnest($3::pg_catalog.text[]) WITH ORDINALITY AS n(name, ord) \
+         LEFT JOIN pg_catalog.pg_settings cur ON cur.name OPERATOR(pg_catalog.=) n.name) v",
+        &[role.into(), db.into(), names.into()],
     )
     .ok()
-    .flatten()?;
+    .flatten()
+    .unwrap_or_default();
+    let mut out = [const { None }; N];
+    for (i, (_, flags, range)) in reads.iter().enumerate() {
+        out[i] = values
+            .get(i)
+            .cloned()
+            .flatten()
+            .and_then(|v| parse(&v, *flags, range));
+    }
+    out
+}
+
+/// A setting's value as PostgreSQL parses an integer setting with unit `flags`, if in `range`.
+fn parse(value: &str, flags: u32, range: &std::ops::RangeInclusive<i32>) -> Option<i32> {
     let value = std::ffi::CString::new(value).ok()?;
     let mut parsed: i32 = 0;
     // SAFETY: a NUL-terminated string; parse_int writes the result only, and the hint pointer
     // may be NULL.
     let ok = unsafe {
-        pg_sys::parse_int(
+        pgrx::pg_sys::parse_int(
             value.as_ptr(),
             &mut parsed,
             flags as i32,
@@ -128,21 +176,10 @@ pub fn alter_role_target(name: &str, role: &str, quoted: String) -> String {
 /// Superuser-settable (per role: `ALTER ROLE ... SET`).
 static LEASE_MAX_TTL_S: GucSetting<i32> = GucSetting::<i32>::new(600);
 
-/// `sno.lease_max_ttl`, in seconds, as the catalog says it now ([`per_role_now`]).
-pub fn lease_max_ttl_s() -> i32 {
-    per_role_now("sno.lease_max_ttl", pgrx::pg_sys::GUC_UNIT_S, 1..=86_400)
-        .unwrap_or_else(|| LEASE_MAX_TTL_S.get())
-}
-
 /// `sno.lease_limit`: how many partition leases whose window has not ended (released or not) a
 /// role may hold in one database, and so how many rows it has in the registry. Superuser-settable
 /// (per role: `ALTER ROLE ... SET`).
 static LEASE_LIMIT: GucSetting<i32> = GucSetting::<i32>::new(64);
-
-/// `sno.lease_limit`.
-pub fn lease_limit() -> i32 {
-    per_role_now("sno.lease_limit", 0, 0..=65_536).unwrap_or_else(|| LEASE_LIMIT.get())
-}
 
 /// `sno.sequence_min` / `sno.sequence_max`: the slice of the sequence pool `sno_generate`
 /// numbers every unit from (muyo/sno's `SequenceMin`/`SequenceMax`), so that generators

@@ -143,6 +143,18 @@ check "  its HINT's statement names the database" "$stmt" "ALTER ROLE \"svc\" IN
 q a "$stmt" >/dev/null
 expect_state "  after the superuser ran it" ok a postgres svc "$ACQ(holder => 'x', ttl => '1 min')"
 q a "ALTER ROLE svc IN DATABASE postgres RESET sno.lease_limit" "ALTER ROLE svc SET sno.lease_limit = 1000" >/dev/null
+# The limit counted is the calling role's (current_user), whoever logged in: a member of svc with
+# a limit of its own far above gets svc's under SET ROLE svc, and the HINT names svc.
+held="$(q a "SELECT count(*) FROM sno_leases WHERE grantee = 'svc' AND expires_at > now()")"
+q a "ALTER ROLE svc SET sno.lease_limit = $held" "CREATE ROLE svc_member LOGIN" "GRANT svc TO svc_member" \
+    "ALTER ROLE svc_member SET sno.lease_limit = 1000" >/dev/null
+expect_state "a member of svc, under SET ROLE svc, at svc's limit of $held" 53400 a postgres svc_member "SET ROLE svc" "$ACQ(holder => 'x', ttl => '1 min')"
+stmt="$(hint_stmt 1)"
+check "  its HINT's statement names svc" "$stmt" "ALTER ROLE \"svc\" SET sno.lease_limit = $((2 * held));"
+q a "$stmt" >/dev/null
+expect_state "  after the superuser ran it" ok a postgres svc_member "SET ROLE svc" "$ACQ(holder => 'x', ttl => '1 min')"
+check "  the lease is svc's" "$(q a "SELECT grantee FROM sno_leases ORDER BY lease DESC LIMIT 1")" svc
+q a "ALTER ROLE svc SET sno.lease_limit = 1000" >/dev/null
 IFS='|' read -r id tok _ <<<"$l1"
 expect_state "renew with a wrong token" 42501 a postgres svc "SELECT sno_lease_renew(lease => $id, token => gen_random_uuid(), ttl => '1 min')"
 expect_state "release with a wrong token" 42501 a postgres svc "SELECT sno_lease_release(lease => $id, token => gen_random_uuid())"

@@ -41,33 +41,22 @@ fn writable(function: &'static core::ffi::CStr) {
     }
 }
 
-/// The TTL in units, checked against `sno.lease_max_ttl`.
-fn ttl_units(ttl: Option<Interval>) -> i64 {
+/// The TTL in units, checked against the calling role's `sno.lease_max_ttl`.
+fn ttl_units(ttl: Option<Interval>, a: &Ask) -> i64 {
     let Some(ttl) = ttl else {
         errors::raise(Problem::LeaseNull("ttl"))
     };
-    let max = i128::from(crate::pg::gucs::lease_max_ttl_s()) * 1_000_000;
+    let max = i128::from(a.max_ttl_s) * 1_000_000;
     decide::ttl_units(ttl.as_micros(), max).unwrap_or_else(|e| {
         errors::raise(Problem::LeaseBadTtl {
             ttl: &ttl.to_string(),
             too_long: e == BadRequest::TtlTooLong,
-            max_s: crate::pg::gucs::lease_max_ttl_s(),
+            max_s: a.max_ttl_s,
             asked_s: i32::try_from((ttl.as_micros() + 999_999).div_euclid(1_000_000))
                 .unwrap_or(i32::MAX),
-            role: &session_user(),
+            role: request::name_str(&a.role_name).as_str(),
         })
     })
-}
-
-/// The session's login role: where `ALTER ROLE ... SET` settings take effect.
-fn session_user() -> String {
-    // SAFETY: GetUserNameFromId returns a palloc'd name (error if the role is gone).
-    unsafe {
-        let name = pg_sys::GetUserNameFromId(pg_sys::GetSessionUserId(), false);
-        core::ffi::CStr::from_ptr(name)
-            .to_string_lossy()
-            .into_owned()
-    }
 }
 
 /// The calling role (`current_user`) and its name.
@@ -85,17 +74,18 @@ fn current_role() -> (u32, String) {
     }
 }
 
-/// A request of `kind` from this session: its role and the settings that apply to it.
+/// A request of `kind` from this session: its role and the settings that apply to it, read
+/// for that role in one query.
 fn request(kind: Kind) -> Ask {
     let (role, role_name) = current_role();
+    let settings = crate::pg::gucs::lease_settings();
     Ask {
         kind,
         role,
         role_name: request::name(&role_name),
-        session_role: request::name(&session_user()),
-        lease_limit: crate::pg::gucs::lease_limit(),
-        reserved_limit: crate::pg::gucs::reserved_limit(),
-        max_ttl_s: crate::pg::gucs::lease_max_ttl_s(),
+        lease_limit: settings.lease_limit,
+        reserved_limit: settings.reserved_limit,
+        max_ttl_s: settings.lease_max_ttl_s,
         ..Ask::default()
     }
 }
@@ -146,13 +136,13 @@ fn acquire_request(
             max: MAX_HOLDER_BYTES,
         });
     }
-    let ttl = ttl_units(ttl);
+    let mut a = request(Kind::Acquire);
+    let ttl = ttl_units(ttl, &a);
     let Some(sequences) = sequences else {
         errors::raise(Problem::LeaseNull("sequences"))
     };
     let size = decide::check_sequences(i64::from(sequences))
         .unwrap_or_else(|_| errors::raise(Problem::LeaseBadSequences(sequences)));
-    let mut a = request(Kind::Acquire);
     a.holder[..holder.len()].copy_from_slice(&holder);
     a.holder_len = holder.len() as u16;
     a.ttl = ttl;
@@ -200,9 +190,9 @@ fn lease_and_token(lease: Option<i64>, token: Option<Uuid>) -> (i64, [u8; 16]) {
 /// The request of `sno_lease_renew`, checked.
 fn renew_request(lease: Option<i64>, token: Option<Uuid>, ttl: Option<Interval>) -> Ask {
     writable(c"sno_lease_renew()");
-    let ttl = ttl_units(ttl);
-    let (lease, token) = lease_and_token(lease, token);
     let mut a = request(Kind::Renew);
+    let ttl = ttl_units(ttl, &a);
+    let (lease, token) = lease_and_token(lease, token);
     a.lease = lease;
     a.token = token;
     a.ttl = ttl;

@@ -358,7 +358,6 @@ fn acquire(a: &Ask) -> Answer {
         errors::raise(Problem::LeaseOnCopy);
     }
     let ext = extension_for(a);
-    let session_role = request::name_str(&a.session_role);
     let (lease, token, g, renew_after) = as_owner(&ext, |c| {
         let now = now_units();
         // The role's rows: room for one more, or its limit.
@@ -378,7 +377,6 @@ fn acquire(a: &Ask) -> Answer {
         let forget = decide::make_room(&mine, limit, now).unwrap_or_else(|_| {
             errors::raise(Problem::LeaseLimit {
                 role: &ext.role,
-                session_role: &session_role,
                 limit: a.lease_limit,
             })
         });
@@ -418,7 +416,6 @@ fn acquire(a: &Ask) -> Answer {
                 if i64::from(pool_grants) >= i64::from(a.reserved_limit) {
                     errors::raise(Problem::LeasePoolLimit {
                         role: &ext.role,
-                        session_role: &session_role,
                         limit: a.reserved_limit,
                     });
                 }

@@ -29,8 +29,6 @@ pub struct Ask {
     /// The calling role (`current_user`), whose leases these are.
     pub role: u32,
     pub role_name: Name,
-    /// The login role, which the HINTs name (`ALTER ROLE ... SET` takes effect there).
-    pub session_role: Name,
     pub holder: Holder,
     pub holder_len: u16,
     /// TTL in 4 ms units (checked by the caller against its `sno.lease_max_ttl`).
@@ -50,7 +48,6 @@ impl Default for Ask {
             kind: Kind::Acquire,
             role: 0,
             role_name: [0; 64],
-            session_role: [0; 64],
             holder: [0; crate::generator::lease::MAX_HOLDER_BYTES],
             holder_len: 0,
             ttl: 0,
