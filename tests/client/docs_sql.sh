@@ -4,7 +4,7 @@
 # The documentation's SQL, run as printed: every ```sql block of the README's quick start and of
 # the manual's pages doc/sql-reference.md, doc/monitoring.md, doc/install.md, doc/adopting.md,
 # doc/services.md and doc/operations.md (its sh blocks run in by_replication.sh, dump_nopreload.sh
-# and removal.sh), in order, each
+# and removal.sh; its ```sql member-failover block in member_failover.sh), in order, each
 # page in one session of a fresh database (doc/install.md in a database named app, the name its
 # snippet uses), with what the page says each statement prints or raises checked
 # (tests/docs/run_sql.py says how). The other pages' SQL is run by the tests of what they

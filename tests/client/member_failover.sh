@@ -103,8 +103,13 @@ sleep 2
 node_stop n2 immediate
 wait "$p2" || true
 node_promote n2s
-q n1 "ALTER SUBSCRIPTION n1_from_n2 CONNECTION '$(node_conninfo n2s)'" >/dev/null
-q n3 "ALTER SUBSCRIPTION n3_from_n2 CONNECTION '$(node_conninfo n2s)'" >/dev/null
+# doc/operations.md's statement (fenced ```sql member-failover), as printed but for the
+# standby's connection string, and on n3 its own subscription's name.
+doc="$(awk '$0 == "```sql member-failover" { b = 1; next } b && $0 == "```" { exit } b' "$(dirname "${BASH_SOURCE[0]}")/../../doc/operations.md")"
+[[ "$doc" == *"ALTER SUBSCRIPTION n1_from_n2 CONNECTION 'host=n2-standby dbname=postgres';"* ]] ||
+    die "doc/operations.md's member-failover block is not the statement this test runs: $doc"
+q n1 "${doc//host=n2-standby dbname=postgres/$(node_conninfo n2s)}" >/dev/null
+q n3 "$(sed 's/n1_from_n2/n3_from_n2/' <<<"${doc//host=n2-standby dbname=postgres/$(node_conninfo n2s)}")" >/dev/null
 insert n2s 10
 wait "$p1" "$p3"
 insert n1 5 & insert n2s 5 & insert n3 5 & wait
