@@ -25,12 +25,7 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
 harness_setup active_active "$3" $(($2 + 501)) $(($2 + 599))
 ((CL_MAJOR >= 16)) || die "origin = none needs PostgreSQL 16 or later (this is $CL_MAJOR)"
-q() { # q NODE SQL...: one -c each, database postgres
-    local n="$1" a=() s
-    shift
-    for s in "$@"; do a+=(-c "$s"); done
-    node_psql "$n" "${a[@]}"
-}
+q() { node_sql "$@"; } # q NODE SQL...: one -c each, database postgres
 SCHEMA="CREATE TABLE events (id sno PRIMARY KEY DEFAULT sno_generate(1), node int NOT NULL, n int);
 CREATE TABLE history (id sno PRIMARY KEY, n int);
 CREATE TABLE stamped (id sno PRIMARY KEY, lease int8);"

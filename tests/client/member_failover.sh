@@ -21,12 +21,7 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/cluster.bash"
 harness_setup member_failover "$3" $(($2 + 501)) $(($2 + 599))
 ((CL_MAJOR >= 17)) || die "failover slots need PostgreSQL 17 or later (this is $CL_MAJOR)"
-q() { # q NODE SQL...: one -c each, database postgres
-    local n="$1" a=() s
-    shift
-    for s in "$@"; do a+=(-c "$s"); done
-    node_psql "$n" "${a[@]}"
-}
+q() { node_sql "$@"; } # q NODE SQL...: one -c each, database postgres
 SCHEMA="CREATE TABLE events (id sno PRIMARY KEY DEFAULT sno_generate(1), node text NOT NULL, n int);"
 SETTINGS=(wal_level=logical shared_preload_libraries=sno max_worker_processes=32
     max_logical_replication_workers=16 max_replication_slots=16 max_wal_senders=16)
@@ -108,8 +103,9 @@ node_promote n2s
 doc="$(awk '$0 == "```sql member-failover" { b = 1; next } b && $0 == "```" { exit } b' "$(dirname "${BASH_SOURCE[0]}")/../../doc/operations.md")"
 [[ "$doc" == *"ALTER SUBSCRIPTION n1_from_n2 CONNECTION 'host=n2-standby dbname=postgres';"* ]] ||
     die "doc/operations.md's member-failover block is not the statement this test runs: $doc"
-q n1 "${doc//host=n2-standby dbname=postgres/$(node_conninfo n2s)}" >/dev/null
-q n3 "$(sed 's/n1_from_n2/n3_from_n2/' <<<"${doc//host=n2-standby dbname=postgres/$(node_conninfo n2s)}")" >/dev/null
+stmt="${doc//host=n2-standby dbname=postgres/$(node_conninfo n2s)}"
+q n1 "$stmt" >/dev/null
+q n3 "${stmt//n1_from_n2/n3_from_n2}" >/dev/null
 insert n2s 10
 wait "$p1" "$p3"
 insert n1 5 & insert n2s 5 & insert n3 5 & wait
