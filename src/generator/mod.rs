@@ -18,8 +18,6 @@
 //! - [`citus`]: the partitions of a Citus cluster's node groups, two groups never sharing one;
 //! - [`reserved`]: the reserved partitions (61440 up), granted by the lineage's allocator, and
 //!   the cursor of `sno_generate_at`, which stamps any unit of a grant without repeating one;
-//! - [`fleet`]: each partition value's own part of the reserved space (its backfill and lease
-//!   blocks), and the server-wide levels backfill claims take numbers from (not wired yet);
 //! - [`forecast`]: what the next `sno_generate` would do, told without doing it (the views);
 //! - [`lease`]: partition leases for generators outside the database: which (partition, slice,
 //!   window) the registry grants, renews and refuses, so that no two leases can stamp one ID;
@@ -37,7 +35,6 @@ pub mod arrival;
 pub mod bound;
 pub mod citus;
 pub mod cursor;
-pub mod fleet;
 pub mod forecast;
 pub mod lease;
 pub mod lineage;

@@ -111,28 +111,18 @@ impl GrantCursor {
     /// there.
     #[inline]
     pub fn take(&mut self, unit: u64) -> Option<u16> {
-        self.take_within(unit, SEQUENCES)
-    }
-
-    /// [`GrantCursor::take`] over the first `size` numbers only (a claim's,
-    /// [`crate::generator::fleet::Claim`]), in `0..size`.
-    #[inline]
-    pub fn take_within(&mut self, unit: u64, size: u32) -> Option<u16> {
-        if size == 0 {
-            return None;
-        }
         let unit = unit as i64;
         let seq = if unit > self.hi {
             self.hi = unit;
             self.next = 0;
             0
         } else if unit == self.hi {
-            if self.next >= size {
+            if self.next >= SEQUENCES {
                 return None;
             }
             self.next
         } else {
-            if self.fresh >= size {
+            if self.fresh >= SEQUENCES {
                 return None;
             }
             let s = self.fresh;
