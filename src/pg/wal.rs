@@ -56,6 +56,11 @@ pub struct Redo {
 
 static REDO: std::sync::OnceLock<Redo> = std::sync::OnceLock::new();
 
+/// The redo callbacks `_PG_init` gave ([`init_redo`]).
+fn callbacks() -> &'static Redo {
+    REDO.get().expect("sno: redo callbacks set at start")
+}
+
 /// Registers the resource manager, whose redo calls `redo`.
 pub fn init_redo(redo: Redo) {
     let _ = REDO.set(redo);
@@ -298,41 +303,23 @@ unsafe extern "C-unwind" fn redo(record: *mut pg_sys::XLogReaderState) {
         // Registered only together with the shared memory, so this cannot happen.
         errors::raise(Problem::NoSharedMemory);
     };
-    if record_info(record) == XLOG_SNO_MEMBER_LIFTED {
-        (REDO
-            .get()
-            .expect("sno: redo callbacks set at start")
-            .member_lifted)(s);
-        return;
+    let data = record_data(record);
+    match record_info(record) {
+        XLOG_SNO_MEMBER_LIFTED => (callbacks().member_lifted)(s),
+        XLOG_SNO_UNRECORDED_READ_BACK => (callbacks().unrecorded_read_back)(s),
+        XLOG_SNO_MEMBER => match crate::generator::member::decode_record(data) {
+            Some(c) => (callbacks().member)(s, c),
+            None => errors::raise(Problem::BadWalRecord),
+        },
+        XLOG_SNO_GRANT => match wal_record::decode_grant(data) {
+            Some(g) => (callbacks().grant)(s, g.partition, g.role),
+            None => errors::raise(Problem::BadWalRecord),
+        },
+        _ => match wal_record::decode(data) {
+            Ok(rec) => (callbacks().lineage)(s, &rec),
+            Err(_) => errors::raise(Problem::BadWalRecord),
+        },
     }
-    if record_info(record) == XLOG_SNO_UNRECORDED_READ_BACK {
-        (REDO
-            .get()
-            .expect("sno: redo callbacks set at start")
-            .unrecorded_read_back)(s);
-        return;
-    }
-    if record_info(record) == XLOG_SNO_MEMBER {
-        let Some(c) = crate::generator::member::decode_record(record_data(record)) else {
-            errors::raise(Problem::BadWalRecord);
-        };
-        (REDO.get().expect("sno: redo callbacks set at start").member)(s, c);
-        return;
-    }
-    if record_info(record) == XLOG_SNO_GRANT {
-        let Some(g) = wal_record::decode_grant(record_data(record)) else {
-            errors::raise(Problem::BadWalRecord);
-        };
-        (REDO.get().expect("sno: redo callbacks set at start").grant)(s, g.partition, g.role);
-        return;
-    }
-    let Ok(rec) = wal_record::decode(record_data(record)) else {
-        errors::raise(Problem::BadWalRecord);
-    };
-    (REDO
-        .get()
-        .expect("sno: redo callbacks set at start")
-        .lineage)(s, &rec);
 }
 
 /// The record's type (the high four bits of `xl_info`).
